@@ -1,0 +1,55 @@
+"""The lossless output archive: every big tool output is kept whole, the model sees a cap.
+
+Outputs up to 16 KiB live inline in cox.db; larger ones in ``archive/<id>`` with the index row
+in the db. ``cox expand <id> [--lines a-b]`` reads them back.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from cox.protocol.types import new_ulid
+
+INLINE_MAX = 16 * 1024
+
+
+class ArchiveMissing(KeyError):
+    pass
+
+
+def put(conn: sqlite3.Connection, folder: Path, data: bytes, kind: str = "tool_output") -> str:
+    archive_id = new_ulid()
+    if len(data) <= INLINE_MAX:
+        conn.execute(
+            "INSERT INTO archive (id, kind, size, inline, created_at) VALUES (?,?,?,?,?)",
+            (archive_id, kind, len(data), data, time.time()),
+        )
+        return archive_id
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{archive_id}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / archive_id)
+    conn.execute(
+        "INSERT INTO archive (id, kind, size, inline, created_at) VALUES (?,?,?,NULL,?)",
+        (archive_id, kind, len(data), time.time()),
+    )
+    return archive_id
+
+
+def get(conn: sqlite3.Connection, folder: Path, archive_id: str) -> bytes:
+    row = conn.execute("SELECT inline FROM archive WHERE id=?", (archive_id,)).fetchone()
+    if row is None:
+        # An archive file without its row (the db was rebuilt) is still readable.
+        path = folder / archive_id
+        if path.is_file():
+            return path.read_bytes()
+        raise ArchiveMissing(f"no archived output with id {archive_id}")
+    if row[0] is not None:
+        return bytes(row[0])
+    return (folder / archive_id).read_bytes()

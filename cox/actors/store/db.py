@@ -1,0 +1,106 @@
+"""cox.db: the SQLite index of sessions, the usage ledger and small archived outputs.
+
+WAL mode so readers (``cox sessions``) never block the writer. The rollouts are the source of
+truth; this index can be rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    turns INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'open',
+    parent_id TEXT
+);
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    cost_usd REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS archive (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    inline BLOB,
+    created_at REAL NOT NULL
+);
+"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(SCHEMA)
+    return conn
+
+
+def upsert_session(conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
+    now = time.time()
+    conn.execute(
+        "INSERT INTO sessions (id, cwd, model, title, created_at, updated_at, parent_id) VALUES (?,?,?,?,?,?,?) "
+        "ON CONFLICT(id) DO UPDATE SET updated_at=excluded.updated_at, status='open'",
+        (meta["id"], meta.get("cwd", ""), meta.get("model", ""), meta.get("title", ""), now, now,
+         meta.get("parent_id")),
+    )
+
+
+def update_session(conn: sqlite3.Connection, session_id: str, **fields: Any) -> None:
+    if not fields:
+        return
+    fields["updated_at"] = time.time()
+    cols = ", ".join(f"{k}=?" for k in fields)
+    conn.execute(f"UPDATE sessions SET {cols} WHERE id=?", (*fields.values(), session_id))
+
+
+def set_title_if_empty(conn: sqlite3.Connection, session_id: str, title: str) -> None:
+    conn.execute("UPDATE sessions SET title=? WHERE id=? AND title=''", (title[:200], session_id))
+
+
+def list_sessions(conn: sqlite3.Connection, limit: int = 50) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT id, cwd, model, title, created_at, updated_at, turns, status FROM sessions "
+        "ORDER BY updated_at DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    keys = ("id", "cwd", "model", "title", "created_at", "updated_at", "turns", "status")
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
+    row = conn.execute(
+        "SELECT id, cwd, model, title, created_at, updated_at, turns, status FROM sessions WHERE id=?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    keys = ("id", "cwd", "model", "title", "created_at", "updated_at", "turns", "status")
+    return dict(zip(keys, row, strict=True))
+
+
+def record_usage(conn: sqlite3.Connection, session_id: str, usage: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO usage (session_id, at, model, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_write_tokens, cost_usd) VALUES (?,?,?,?,?,?,?,?)",
+        (session_id, time.time(), usage.get("model", ""), usage.get("input_tokens", 0),
+         usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
+         usage.get("cache_write_tokens", 0), usage.get("cost_usd", 0.0)),
+    )

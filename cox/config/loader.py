@@ -1,0 +1,782 @@
+"""Layered configuration: defaults → user file → project file → ``COX_*`` env → flags.
+
+Why a hand-written walk over the raw TOML before pydantic sees it: every complaint about a
+setting must be one line naming the file, the line and the key (``cox config show`` is how a
+person finds out why cox behaves as it does), and a project file must be able to *narrow* trust
+but never widen it. Both need to know, per key, which layer and which line it came from, which a
+plain ``model_validate`` on a merged dict cannot tell.
+
+Layers are kept flat: ``{("core", "model"): "x", ...}``. Applying a layer overwrites leaves one
+by one, so tables merge deeply; the three permission rule lists (allow/ask/deny) are the exception
+and are concatenated across layers (deduplicated), each rule remembering its own origin.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tomllib
+import types
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import annotated_types
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+
+from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode
+
+from .lines import KeyPath, key_lines, line_of
+from .schema import Config, is_internal_field
+
+Keys = tuple[str, ...]
+
+# Flags the `cox` command line maps onto config keys. The flag's spelling is what `source()`
+# reports (``flag:--model``); the argparse dest is derived from it (``--max-turns`` → max_turns).
+FLAG_NAMES: dict[str, str] = {
+    "core.model": "--model",
+    "core.max_turns": "--max-turns",
+    "core.mode": "--mode",
+    "core.provider": "--provider",
+    "core.script": "--script",
+    "permissions.mode": "--permission-mode",
+    "permissions.approval_policy": "--approve",
+    "sandbox.mode": "--sandbox",
+}
+
+RULE_LISTS: frozenset[Keys] = frozenset(
+    {("permissions", "allow"), ("permissions", "ask"), ("permissions", "deny")}
+)
+
+_BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_SYNTAX_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
+class ConfigError(Exception):
+    """A configuration problem, as one line naming the file (or env var / flag), line and key.
+
+    Surfaces print ``cox: config error: <message>`` and exit 2; nothing about it needs a traceback.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 key: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.key = key
+
+
+# --------------------------------------------------------------------------------------------
+# The schema, read once from the pydantic models
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    annotation: Any
+    metadata: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Table:
+    fields: dict[str, _Node]
+
+
+@dataclass(frozen=True)
+class _Map:
+    """A table of named entries of one shape (``[mcp.servers.<name>]``)."""
+
+    entry: _Table
+
+
+@dataclass(frozen=True)
+class _Free:
+    """A free-form table (``[hooks]`` until the hooks issue fixes its shape)."""
+
+
+_Node = _Leaf | _Table | _Map | _Free
+
+
+def _table_of(model: type[BaseModel]) -> _Table:
+    fields: dict[str, _Node] = {}
+    for name, info in model.model_fields.items():
+        if not is_internal_field(info.json_schema_extra):
+            fields[name] = _node_of(info)
+    return _Table(fields)
+
+
+def _node_of(info: FieldInfo) -> _Node:
+    ann = info.annotation
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return _table_of(ann)
+    if get_origin(ann) is dict:
+        _, value_type = get_args(ann)
+        if isinstance(value_type, type) and issubclass(value_type, BaseModel):
+            return _Map(_table_of(value_type))
+        if value_type is Any:
+            return _Free()
+    return _Leaf(ann, tuple(info.metadata))
+
+
+@cache
+def _schema() -> _Table:
+    return _table_of(Config)
+
+
+@cache
+def _defaults() -> Config:
+    return Config()
+
+
+@cache
+def env_vars() -> dict[str, str]:
+    """Every accepted ``COX_*`` variable and the dotted key it sets.
+
+    The scheme: ``COX_<SECTION>_<KEY>`` in upper case, for every plain key directly under a
+    section (``COX_CORE_MODEL`` → ``core.model``, ``COX_TOOLS_BASH_TIMEOUT_S`` →
+    ``tools.bash_timeout_s``). Section names hold no underscore, so the split is unambiguous.
+    Named tables (``mcp.servers``, ``lsp.servers``, ``models``) and ``hooks`` have no variables.
+    """
+    out: dict[str, str] = {}
+    for section, node in _schema().fields.items():
+        if isinstance(node, _Table):
+            for key, child in node.fields.items():
+                if isinstance(child, _Leaf):
+                    out[f"COX_{section.upper()}_{key.upper()}"] = f"{section}.{key}"
+    return out
+
+
+@cache
+def _env_sections() -> frozenset[str]:
+    return frozenset(name.split("_")[1] for name in env_vars())
+
+
+def _all_keys(table: _Table, prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for name, node in table.fields.items():
+        key = prefix + name
+        out.append(key)
+        if isinstance(node, _Table):
+            out.extend(_all_keys(node, key + "."))
+        elif isinstance(node, _Map):
+            out.extend(_all_keys(node.entry, key + ".<name>."))
+    return out
+
+
+def _distance(a: str, b: str) -> int:
+    """Edit distance counting a swap of two neighbours as one edit (the commonest typo)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        row = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[-1]
+
+
+def _closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate nearest to ``word``, if near enough to be a typo of it.
+
+    Ties go to a candidate with the same letters (``modle`` → ``model``, not ``mode``), then to
+    the closest spelling by difflib's ratio. Failing that, the one candidate ``word`` begins."""
+    best: tuple[int, int, float, str] | None = None
+    candidates = list(candidates)
+    for candidate in candidates:
+        dist = _distance(word.lower(), candidate.lower())
+        if dist > max(2, len(word) // 3):
+            continue
+        rank = (dist, sorted(word.lower()) != sorted(candidate.lower()),
+                -difflib.SequenceMatcher(None, word, candidate).ratio(), candidate)
+        if best is None or rank < best:
+            best = rank
+    if best is None and len(word) >= 3:  # "bypass" → "bypassPermissions"
+        prefixed = [c for c in candidates if c.lower().startswith(word.lower())]
+        if len(prefixed) == 1:
+            return prefixed[0]
+    return best[3] if best else None
+
+
+def _suggest(path: Keys, siblings: Iterable[str]) -> str | None:
+    """The closest known key to an unknown ``path``: a near-spelling among its siblings, else a
+    key of that name elsewhere (``[core] allow`` → ``permissions.allow``), else a near-spelling
+    of the whole dotted path."""
+    name = path[-1]
+    close = _closest(name, siblings)
+    if close:
+        return _dotted((*path[:-1], close))
+    known = _all_keys(_schema())
+    same_name = [k for k in known if k.rsplit(".", 1)[-1] == name]
+    if same_name:
+        return same_name[0]
+    return _closest(".".join(path), known)
+
+
+def _dotted(path: Iterable[str | int]) -> str:
+    """A key path written back as TOML would (names that are not bare keys are quoted), so a
+    name taken from a file cannot smuggle control characters into a message."""
+    return ".".join(
+        str(p) if isinstance(p, int) or (p and all(ch in _BARE for ch in p)) else json.dumps(p) for p in path
+    )
+
+
+def _unknown(path: Keys, siblings: Iterable[str], where: str, line: int | None,
+             file: str | None) -> ConfigError:
+    key = _dotted(path)
+    hint = _suggest(path, siblings)
+    tail = f"; did you mean {hint!r}?" if hint else ""
+    return ConfigError(f"{where}: unknown key {key!r}{tail}", file=file, line=line, key=key)
+
+
+# --------------------------------------------------------------------------------------------
+# Checking one value against its declared type
+
+
+class _Bad(Exception):
+    """A value does not fit its key; the message reads after ``<key>: ``."""
+
+
+def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
+    if get_origin(ann) in (Union, types.UnionType):
+        args = [a for a in get_args(ann) if a is not type(None)]
+        if len(args) == 1 and len(get_args(ann)) == 2:
+            return args[0], True
+    return ann, False
+
+
+def _choices(ann: Any) -> list[str] | None:
+    if get_origin(ann) is Literal:
+        return [str(a) for a in get_args(ann)]
+    if isinstance(ann, type) and issubclass(ann, Enum):
+        return [str(m.value) for m in ann]
+    return None
+
+
+def _describe(ann: Any) -> str:
+    ann, _ = _unwrap_optional(ann)
+    choices = _choices(ann)
+    if choices is not None:
+        return "one of " + ", ".join(repr(c) for c in choices)
+    if ann is str:
+        return "a string"
+    if ann is bool:
+        return "true or false"
+    if ann is int:
+        return "an integer"
+    if ann is float:
+        return "a number"
+    origin = get_origin(ann)
+    if origin is list:
+        return "a list of " + _plural(get_args(ann)[0])
+    if origin is dict:
+        return "a table of " + _plural(get_args(ann)[1])
+    return "a value"
+
+
+def _plural(ann: Any) -> str:
+    return {str: "strings", int: "integers", float: "numbers", bool: "booleans"}.get(ann, "values")
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "table"
+    return type(value).__name__
+
+
+def _check(value: Any, leaf: _Leaf) -> Any:
+    """``value`` coerced to the leaf's type (an int where a float goes), or raise ``_Bad``."""
+    ann, optional = _unwrap_optional(leaf.annotation)
+    if value is None:
+        if optional:
+            return None
+        raise _Bad(f"expected {_describe(ann)}, got nothing")
+    checked = _check_type(value, ann)
+    _check_bounds(checked, leaf.metadata, ann)
+    return checked
+
+
+def _check_type(value: Any, ann: Any) -> Any:
+    if ann is Any:
+        return value
+    choices = _choices(ann)
+    if choices is not None:
+        if isinstance(value, str) and value in choices:
+            return value
+        if isinstance(value, str):
+            near = _closest(value, choices)
+            hint = f" (did you mean {near!r}?)" if near else ""
+            raise _Bad(f"expected {_describe(ann)}, got {value!r}{hint}")
+        raise _Bad(f"expected {_describe(ann)}, got {_type_name(value)}")
+    ok = (
+        (ann is str and isinstance(value, str))
+        or (ann is bool and isinstance(value, bool))
+        or (ann is int and isinstance(value, int) and not isinstance(value, bool))
+        or (ann is float and isinstance(value, int | float) and not isinstance(value, bool))
+    )
+    if ok:
+        return float(value) if ann is float else value
+    origin = get_origin(ann)
+    if origin is list and isinstance(value, list):
+        (item,) = get_args(ann)
+        for index, element in enumerate(value):
+            try:
+                _check_type(element, item)
+            except _Bad:
+                raise _Bad(
+                    f"expected {_describe(ann)}, got {_type_name(element)} at item {index + 1}"
+                ) from None
+        return list(value)
+    if origin is dict and isinstance(value, dict):
+        _, item = get_args(ann)
+        for name, element in value.items():
+            try:
+                _check_type(element, item)
+            except _Bad:
+                raise _Bad(f"expected {_describe(ann)}, got {_type_name(element)} at {name!r}") from None
+        return dict(value)
+    raise _Bad(f"expected {_describe(ann)}, got {_type_name(value)}")
+
+
+def _check_bounds(value: Any, metadata: tuple[Any, ...], ann: Any) -> None:
+    what = _describe(ann)
+    for rule in metadata:
+        if isinstance(rule, annotated_types.Ge) and not value >= rule.ge:
+            raise _Bad(f"expected {what} >= {rule.ge}, got {value!r}")
+        if isinstance(rule, annotated_types.Gt) and not value > rule.gt:
+            raise _Bad(f"expected {what} > {rule.gt}, got {value!r}")
+        if isinstance(rule, annotated_types.Le) and not value <= rule.le:
+            raise _Bad(f"expected {what} <= {rule.le}, got {value!r}")
+        if isinstance(rule, annotated_types.Lt) and not value < rule.lt:
+            raise _Bad(f"expected {what} < {rule.lt}, got {value!r}")
+
+
+def _parse_text(text: str, leaf: _Leaf) -> Any:
+    """Turn an environment variable's (or a string flag's) text into a value of the leaf's type."""
+    ann, optional = _unwrap_optional(leaf.annotation)
+    if optional and text.strip().lower() in ("", "none"):
+        return None
+    if ann is str or ann is Any or _choices(ann) is not None:
+        return text
+    word = text.strip()
+    if ann is bool:
+        if word.lower() in _TRUE:
+            return True
+        if word.lower() in _FALSE:
+            return False
+        raise _Bad(f"expected true or false (or 1/0, yes/no, on/off), got {text!r}")
+    if ann is int:
+        try:
+            return int(word)
+        except ValueError:
+            raise _Bad(f"expected an integer, got {text!r}") from None
+    if ann is float:
+        try:
+            return float(word)
+        except ValueError:
+            raise _Bad(f"expected a number, got {text!r}") from None
+    try:
+        return tomllib.loads("v = " + word)["v"]
+    except tomllib.TOMLDecodeError:
+        example = '["a", "b"]' if get_origin(ann) is list else '{ K = "v" }'
+        raise _Bad(f"expected {_describe(ann)} written in TOML, like {example}, got {text!r}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Layers
+
+
+class _Entry:
+    """Marks that a named entry (``mcp.servers.github``) exists, even with no keys of its own."""
+
+    def __repr__(self) -> str:
+        return "<entry>"
+
+
+_ENTRY = _Entry()
+
+
+@dataclass
+class _Layer:
+    kind: str  # "user" | "project" | "env" | "flag"
+    entries: dict[Keys, Any]
+    where: Callable[[KeyPath], str]
+    file: str | None = None
+    lines: dict[KeyPath, int] = field(default_factory=dict)
+
+    def line(self, path: KeyPath) -> int | None:
+        return line_of(self.lines, path) if self.file else None
+
+
+def _read_file(path: Path, kind: str) -> _Layer | None:
+    """Parse and check one config file; ``None`` when it does not exist."""
+    name = str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}", file=name) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{name}:{line}: not valid UTF-8 (byte {exc.start})", file=name, line=line) from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = _SYNTAX_POS.search(message)
+        if match:
+            line, col = int(match.group(1)), int(match.group(2))
+            message = message[: match.start()]
+            raise ConfigError(f"{name}:{line}:{col}: TOML syntax error: {message}", file=name, line=line) from None
+        raise ConfigError(f"{name}: TOML syntax error: {message}", file=name) from None
+    lines = key_lines(text)
+
+    def where(key: KeyPath) -> str:
+        line = line_of(lines, key)
+        return f"{name}:{line}" if line else name
+
+    layer = _Layer(kind, {}, where, file=name, lines=lines)
+    _walk(raw, _schema(), (), layer)
+    return layer
+
+
+def _walk(raw: dict[str, Any], table: _Table, prefix: Keys, layer: _Layer) -> None:
+    for key, value in raw.items():
+        path = (*prefix, key)
+        node = table.fields.get(key)
+        if node is None:
+            raise _unknown(path, table.fields, layer.where(path), layer.line(path), layer.file)
+        if isinstance(node, _Leaf):
+            try:
+                layer.entries[path] = _check(value, node)
+            except _Bad as bad:
+                raise _bad_value(layer, path, str(bad)) from None
+            continue
+        if not isinstance(value, dict):
+            raise _bad_value(layer, path, f"expected a table, got {_type_name(value)}")
+        if isinstance(node, _Table):
+            _walk(value, node, path, layer)
+        elif isinstance(node, _Map):
+            for name, entry in value.items():
+                entry_path = (*path, name)
+                if not isinstance(entry, dict):
+                    raise _bad_value(layer, entry_path, f"expected a table, got {_type_name(entry)}")
+                layer.entries[entry_path] = _ENTRY
+                _walk(entry, node.entry, entry_path, layer)
+        else:
+            for name, item in value.items():
+                layer.entries[(*path, name)] = item
+
+
+def _bad_value(layer: _Layer, path: Keys, problem: str) -> ConfigError:
+    key = _dotted(path)
+    return ConfigError(f"{layer.where(path)}: {key}: {problem}", file=layer.file, line=layer.line(path), key=key)
+
+
+def _env_layer(env: Mapping[str, str]) -> _Layer:
+    table = env_vars()
+    sections = _env_sections()
+    entries: dict[Keys, Any] = {}
+    names: dict[Keys, str] = {}
+    for name in sorted(env):
+        if not name.startswith("COX_") or name[4:].partition("_")[0] not in sections:
+            continue  # COX_HOME and friends are not config keys
+        key = table.get(name)
+        if key is None:
+            near = _closest(name, table)
+            tail = f"; did you mean {near}?" if near else " (see docs/config.md for the list)"
+            raise ConfigError(f"env:{name}: unknown config variable{tail}", key=name)
+        path = tuple(key.split("."))
+        leaf = _resolve(path, f"env:{name}")[0]
+        try:
+            entries[path] = _check(_parse_text(env[name], leaf), leaf)
+        except _Bad as bad:
+            raise ConfigError(f"env:{name}: {key}: {bad}", key=key) from None
+        names[path] = name
+
+    def where(path: KeyPath) -> str:
+        plain = tuple(p for p in path if isinstance(p, str))
+        return f"env:{names.get(plain, '?')}"
+
+    return _Layer("env", entries, where)
+
+
+def _flag_label(key: str) -> str:
+    return FLAG_NAMES.get(key, key)
+
+
+def _flag_layer(flags: Mapping[str, Any]) -> _Layer:
+    entries: dict[Keys, Any] = {}
+    labels: dict[Keys, str] = {}
+    for key, value in flags.items():
+        if value is None:
+            continue  # a flag that was not given
+        path = tuple(key.split("."))
+        label = f"flag:{_flag_label(key)}"
+        leaf, markers = _resolve(path, label)
+        try:
+            if isinstance(value, str) and leaf.annotation is not str:
+                value = _parse_text(value, leaf)
+            if isinstance(value, Enum):
+                value = value.value
+            entries[path] = _check(value, leaf)
+        except _Bad as bad:
+            raise ConfigError(f"{label}: {key}: {bad}", key=key) from None
+        for marker in markers:
+            entries.setdefault(marker, _ENTRY)
+            labels.setdefault(marker, label)
+        labels[path] = label
+
+    def where(path: KeyPath) -> str:
+        plain = tuple(p for p in path if isinstance(p, str))
+        return labels.get(plain, "flag")
+
+    return _Layer("flag", entries, where)
+
+
+def _resolve(path: Keys, where: str) -> tuple[_Leaf, list[Keys]]:
+    """The leaf a dotted key names, and the named entries (``mcp.servers.x``) on the way."""
+    node: _Node = _schema()
+    markers: list[Keys] = []
+    for depth, part in enumerate(path):
+        here = path[: depth + 1]
+        if isinstance(node, _Table):
+            child = node.fields.get(part)
+            if child is None:
+                raise _unknown(here, node.fields, where, None, None)
+            node = child
+        elif isinstance(node, _Map):
+            markers.append(here)
+            node = node.entry
+        elif isinstance(node, _Free):
+            if depth != len(path) - 1:
+                raise ConfigError(f"{where}: {_dotted(path)}: set {_dotted(here)} as a whole", key=_dotted(path))
+            node = _Leaf(Any)
+        else:
+            raise ConfigError(f"{where}: {_dotted(path)}: {_dotted(path[:depth])} is not a table",
+                              key=_dotted(path))
+    if isinstance(node, _Free):
+        node = _Leaf(dict[str, Any])
+    if not isinstance(node, _Leaf):
+        raise ConfigError(f"{where}: {_dotted(path)} is a table; set one of its keys", key=_dotted(path))
+    return node, markers
+
+
+# --------------------------------------------------------------------------------------------
+# Project restrictions: a repository may narrow trust, never widen it
+
+_PERMISSION_RANK = {PermissionMode.BYPASS: 0, PermissionMode.ACCEPT_EDITS: 1,
+                    PermissionMode.DEFAULT: 2, PermissionMode.PLAN: 3}
+_APPROVAL_RANK = {ApprovalPolicy.ON_REQUEST: 0, ApprovalPolicy.NEVER: 1}
+_SANDBOX_RANK = {SandboxMode.DANGER_FULL_ACCESS: 0, SandboxMode.WORKSPACE_WRITE: 1, SandboxMode.READ_ONLY: 2}
+_RANKS: dict[Keys, dict[Any, int]] = {
+    ("permissions", "mode"): _PERMISSION_RANK,
+    ("permissions", "approval_policy"): _APPROVAL_RANK,
+    ("sandbox", "mode"): _SANDBOX_RANK,
+}
+_ALWAYS_WIDENING: dict[Keys, frozenset[str]] = {
+    ("permissions", "mode"): frozenset({PermissionMode.BYPASS, PermissionMode.ACCEPT_EDITS}),
+    ("sandbox", "mode"): frozenset({SandboxMode.DANGER_FULL_ACCESS}),
+}
+_PROGRAM_TABLES: dict[Keys, str] = {
+    ("mcp", "servers"): "a project's MCP servers belong in .mcp.json, which has its own trust step",
+    ("lsp", "servers"): "a project config may not choose programs cox runs; language servers come from {user}",
+    ("hooks",): "a project config may not choose programs cox runs; hooks come from {user}",
+    ("models",): "a project config may not change model prices or limits, which budgets rely on; set them in {user}",
+}
+
+
+def _widening(path: Keys, value: Any, current: Callable[[Keys], Any], user: str) -> str | None:
+    """Why a project setting would widen trust (so it is ignored), or ``None`` to keep it."""
+    for prefix, reason in _PROGRAM_TABLES.items():
+        if path[: len(prefix)] == prefix and len(path) > len(prefix):
+            return reason.format(user=user)
+    if path == ("permissions", "allow"):
+        return f"a project config may not add allow rules; put them in {user}" if value else None
+    if path in _RANKS:
+        rank = _RANKS[path]
+        before = current(path)
+        if value in _ALWAYS_WIDENING.get(path, ()):
+            return f"a project config may not set {value!r}, it widens trust"
+        if rank[value] < rank[before]:
+            return f"{value!r} is looser than {str(before)!r} from your own settings"
+        return None
+    if path == ("sandbox", "network"):
+        return "a project config may not turn network access on" if value else None
+    if path == ("sandbox", "writable_roots"):
+        extra = [root for root in value if root not in current(path)]
+        return f"a project config may not add writable roots ({', '.join(extra)})" if extra else None
+    if path[0] == "budget":
+        before = current(path)
+        if before is not None and value > before:
+            return f"a project config may only lower a budget cap (yours is {before})"
+    return None
+
+
+def _restrict_project(layer: _Layer, current: Callable[[Keys], Any], user: str) -> list[str]:
+    warnings: list[str] = []
+    warned: set[Keys] = set()
+    kept: dict[Keys, Any] = {}
+    for path, value in layer.entries.items():
+        reason = _widening(path, value, current, user)
+        if reason is None:
+            kept[path] = value
+            continue
+        key = path
+        for prefix in _PROGRAM_TABLES:  # one warning per named entry, not per field
+            if path[: len(prefix)] == prefix:
+                key = path[: len(prefix) + 1]
+        if key not in warned:
+            warned.add(key)
+            warnings.append(f"{layer.where(key)}: ignored {_dotted(key)}: {reason}")
+    layer.entries = kept
+    return warnings
+
+
+# --------------------------------------------------------------------------------------------
+# Merging and building
+
+
+@dataclass
+class _Merged:
+    values: dict[Keys, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    list_sources: dict[Keys, list[str]] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def current(self, path: Keys) -> Any:
+        if path in self.values:
+            return self.values[path]
+        return _defaults().get(".".join(path))
+
+    def apply(self, layer: _Layer) -> None:
+        for path, value in layer.entries.items():
+            key = ".".join(path)
+            if path in RULE_LISTS:
+                rules = self.values.setdefault(path, [])
+                for index, rule in enumerate(value):
+                    if rule not in rules:
+                        rules.append(rule)
+                    self.origins.setdefault(rule, layer.where((*path, index)))
+                if value:
+                    self.list_sources.setdefault(path, []).append(layer.where(path))
+            elif value is _ENTRY:
+                self.values.setdefault(path, _ENTRY)
+                self.sources.setdefault(key, layer.where(path))
+            else:
+                self.values[path] = value
+                self.sources[key] = layer.where(path)
+
+    def build(self) -> Config:
+        nested: dict[str, Any] = {}
+        for path, value in self.values.items():
+            node = nested
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            if value is _ENTRY:
+                node.setdefault(path[-1], {})
+            else:
+                node[path[-1]] = value
+        self._check_entries(nested)
+        try:
+            config = Config.model_validate(nested)
+        except ValidationError as exc:  # the walk above should make this unreachable
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"{self.sources.get(key, 'config')}: {key}: {first['msg']}", key=key) from None
+        sources = dict(self.sources)
+        for path, where in self.list_sources.items():
+            sources[".".join(path)] = ", ".join(dict.fromkeys(where))
+        config._sources = sources
+        config.permissions.origins = dict(self.origins)
+        return config
+
+    def _check_entries(self, nested: dict[str, Any]) -> None:
+        """Cross-field rules of named entries, reported at the entry's own line."""
+        for name, server in nested.get("mcp", {}).get("servers", {}).items():
+            has_command, has_url = bool(server.get("command")), bool(server.get("url"))
+            if has_command == has_url:
+                key, shown = f"mcp.servers.{name}", _dotted(("mcp", "servers", name))
+                problem = "set either command (stdio) or url (HTTP), not both" if has_command \
+                    else "needs a command (stdio) or a url (HTTP)"
+                raise ConfigError(f"{self.sources.get(key, 'config')}: {shown}: {problem}", key=shown)
+        for name, server in nested.get("lsp", {}).get("servers", {}).items():
+            if not server.get("command"):
+                key, shown = f"lsp.servers.{name}", _dotted(("lsp", "servers", name))
+                raise ConfigError(f"{self.sources.get(key, 'config')}: {shown}: needs a command", key=shown)
+
+
+def default_cox_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$COX_HOME``, else ``~/.cox``."""
+    env = os.environ if env is None else env
+    value = env.get("COX_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".cox"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, str] | None = None,
+                flags: Mapping[str, Any] | None = None) -> Config:
+    """Load the effective configuration for a session started in ``cwd``.
+
+    Precedence, lowest first: built-in defaults, ``<cox_home>/config.toml``,
+    ``<cwd>/.cox/config.toml`` (with the project restrictions), ``COX_*`` variables of ``env``
+    (default ``os.environ``), then ``flags`` (dotted key → value; ``None`` means "not given";
+    a string for a non-string key is parsed like an environment value).
+
+    Raises :class:`ConfigError` (one line naming file, line and key) for a syntax error, an
+    unknown key or a wrong type. Ignored project settings are listed in ``config.warnings``.
+    """
+    env = os.environ if env is None else env
+    home = cox_home if cox_home is not None else default_cox_home(env)
+    user_path = Path(home).absolute() / "config.toml"
+    project_path = Path(cwd).absolute() / ".cox" / "config.toml"
+
+    merged = _Merged()
+    warnings: list[str] = []
+    files: list[str] = []
+    user = _read_file(user_path, "user")
+    if user is not None:
+        files.append(str(user_path))
+        merged.apply(user)
+    if not _same_file(project_path, user_path):  # cwd == $HOME: the user file is not a project's
+        project = _read_file(project_path, "project")
+        if project is not None:
+            files.append(str(project_path))
+            warnings.extend(_restrict_project(project, merged.current, str(user_path)))
+            merged.apply(project)
+    merged.apply(_env_layer(env))
+    if flags:
+        merged.apply(_flag_layer(flags))
+    config = merged.build()
+    config._warnings = warnings
+    config._files = files
+    return config
+
+
+def flags_from_args(args: object) -> dict[str, Any]:
+    """The config overrides an argparse namespace carries, by the flags of :data:`FLAG_NAMES`
+    (``--max-turns`` is read from ``args.max_turns``); attributes that are missing or ``None``
+    are left out, so only flags actually given override the files."""
+    out: dict[str, Any] = {}
+    for key, flag in FLAG_NAMES.items():
+        value = getattr(args, flag.lstrip("-").replace("-", "_"), None)
+        if value is not None:
+            out[key] = value
+    return out

@@ -1,0 +1,108 @@
+"""Provider-neutral model requests and stream deltas.
+
+The session builds one ``ModelRequest``; each provider adapter translates it to its wire format
+and translates the stream back into ``StreamDelta`` objects, so the session never sees a wire
+format. History is a list of messages shaped ``{"role": "user"|"assistant", "content": [block]}``
+with blocks ``text``, ``thinking`` (with ``signature``), ``tool_use`` and ``tool_result``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Tier = Literal["cheap", "code", "think"]
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    model: str
+    system: list[str]
+    tools: list[ToolSpec]
+    messages: list[dict[str, Any]]
+    tier: Tier = "code"
+    max_output_tokens: int = 8192
+
+
+@dataclass(slots=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(slots=True)
+class ThinkingPart:
+    text: str
+    signature: str | None = None
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(slots=True)
+class ToolUseStart:
+    index: int
+    id: str
+    name: str
+    kind: Literal["tool_use_start"] = "tool_use_start"
+
+
+@dataclass(slots=True)
+class ToolUseInputDelta:
+    index: int
+    partial_json: str
+    kind: Literal["tool_use_input"] = "tool_use_input"
+
+
+@dataclass(slots=True)
+class ToolUseStop:
+    index: int
+    kind: Literal["tool_use_stop"] = "tool_use_stop"
+
+
+@dataclass(slots=True)
+class UsageDelta:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    kind: Literal["usage"] = "usage"
+
+
+ModelStop = Literal["end_turn", "tool_use", "max_tokens", "pause_turn", "refusal", "stop_sequence"]
+
+
+@dataclass(slots=True)
+class StopDelta:
+    reason: ModelStop
+    kind: Literal["stop"] = "stop"
+
+
+StreamDelta = TextPart | ThinkingPart | ToolUseStart | ToolUseInputDelta | ToolUseStop | UsageDelta | StopDelta
+
+
+class ProviderError(Exception):
+    """A model request failed. ``retryable`` errors (429, 5xx, overloaded, reset) may be retried;
+    ``retry_after`` is the server's hint in seconds."""
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None,
+                 status: int | None = None, context_overflow: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.context_overflow = context_overflow
+
+
+@dataclass(slots=True)
+class Assembled:
+    """A finished response, assembled from the deltas (what enters history)."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+    stop: ModelStop = "end_turn"
+    usage: UsageDelta = field(default_factory=UsageDelta)
