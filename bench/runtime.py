@@ -1,0 +1,266 @@
+"""Runtime figures, each beside the physical floor measured in the same run.
+
+    .venv/bin/python bench/runtime.py [--quick]
+
+Prints: text deltas/s from the scripted provider to stream-json with the rollout on; Interrupt
+→ turn_done{interrupted} latency with 8 running ``sleep 60`` calls and with a stalled stream;
+``cox run -p`` start-up to the first provider request; memory and time for 200 idle sessions
+and 50 parallel scripted sessions; a supervised child's crash → restarted and answering.
+Figures only: nothing here passes or fails.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pykka
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cox.actors.provider.scripted import ScriptedProvider  # noqa: E402
+from cox.actors.session.actor import SessionSettings  # noqa: E402
+from cox.actors.tools.registry import builtin_tools  # noqa: E402
+from cox.policy.permission import Engine  # noqa: E402
+from cox.protocol import messages as m  # noqa: E402
+from cox.protocol.types import ApprovalPolicy, new_ulid  # noqa: E402
+from cox.surfaces import headless  # noqa: E402
+from cox.surfaces.runtime import App  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Echo(pykka.ThreadingActor):
+    def on_receive(self, message):
+        return message
+
+
+def floor_pykka() -> tuple[float, float]:
+    ref = Echo.start()
+    n = 20000 if not QUICK else 5000
+    t = time.perf_counter()
+    for _ in range(n):
+        ref.ask(1, timeout=5)
+    ask_us = (time.perf_counter() - t) / n * 1e6
+    done = threading.Event()
+
+    class Sink(pykka.ThreadingActor):
+        count = 0
+
+        def on_receive(self, message):
+            Sink.count += 1
+            if Sink.count == n:
+                done.set()
+
+    sink = Sink.start()
+    t = time.perf_counter()
+    for _ in range(n):
+        sink.tell(1)
+    done.wait(30)
+    tell_rate = n / (time.perf_counter() - t)
+    ref.stop()
+    sink.stop()
+    return ask_us, tell_rate
+
+
+def floor_queue() -> float:
+    q: queue.Queue[int] = queue.Queue()
+    n = 200000 if not QUICK else 50000
+
+    def consume():
+        for _ in range(n):
+            q.get()
+
+    th = threading.Thread(target=consume)
+    t = time.perf_counter()
+    th.start()
+    for i in range(n):
+        q.put(i)
+    th.join()
+    return n / (time.perf_counter() - t)
+
+
+def floor_python() -> float:
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def _settings(ws: Path, home: Path, **kw) -> SessionSettings:
+    return SessionSettings(session_id=new_ulid(), cwd=ws, roots=[ws], model="scripted", home=home,
+                           approval_policy=ApprovalPolicy.NEVER, **kw)
+
+
+def bench_deltas(app: App, ws: Path, home: Path, engine: Engine) -> float:
+    n = 100000 if not QUICK else 20000
+    provider = ScriptedProvider({"replies": [{"events": [{"text": "ab", "repeat": n}]}]})
+    handle = app.open_session(_settings(ws, home), provider, builtin_tools(), engine)
+    out = open(os.devnull, "w")
+    t = time.perf_counter()
+    headless.run(handle, "go", fmt="stream-json", out=out, err=io.StringIO(), install_signals=False)
+    elapsed = time.perf_counter() - t
+    handle.shutdown()
+    return n / elapsed
+
+
+def _interrupt_once(app: App, ws: Path, home: Path, engine: Engine, replies: list, wait_for: str, count: int) -> float:
+    provider = ScriptedProvider({"replies": replies})
+    handle = app.open_session(_settings(ws, home), provider, builtin_tools(), engine)
+    handle.submit(m.UserTurn(text="go"))
+    seen = 0
+    while True:
+        event, _ = handle.events.get(timeout=30)
+        if event.type == wait_for:
+            seen += 1
+            if seen >= count:
+                break
+    time.sleep(0.05 if wait_for == "tool_call_requested" else 0.0)  # let the sleeps start
+    t = time.perf_counter()
+    handle.interrupt()
+    while True:
+        event, _ = handle.events.get(timeout=30)
+        if event.type == "turn_done":
+            elapsed = (time.perf_counter() - t) * 1000
+            assert event.stop.value == "interrupted"
+            break
+    handle.shutdown()
+    return elapsed
+
+
+def bench_interrupt(app: App, ws: Path, home: Path, engine: Engine) -> tuple[list[float], list[float]]:
+    runs = 50 if not QUICK else 10
+    sleeps = [{"tool_calls": [{"name": "bash", "input": {"command": "sleep 60"}} for _ in range(8)]}]
+    tools = [_interrupt_once(app, ws, home, engine, sleeps, "tool_call_requested", 8) for _ in range(runs)]
+    stalled = [{"events": [{"text": "partial"}, {"stall": True}]}]
+    streams = [_interrupt_once(app, ws, home, engine, stalled, "text_delta", 1) for _ in range(runs)]
+    return tools, streams
+
+
+def bench_startup(ws: Path, home: Path) -> tuple[float, float]:
+    script = ws / "one.json"
+    script.write_text(json.dumps({"replies": [{"text": "hi"}]}))
+    firsts, totals = [], []
+    for _ in range(5 if not QUICK else 2):
+        dump = ws / "dump.json"
+        dump.unlink(missing_ok=True)
+        env = {**os.environ, "COX_HOME": str(home), "COX_SCRIPTED_DUMP": str(dump)}
+        t0 = time.time()
+        subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script), "-p", "x"],
+                       cwd=ws, env=env, check=True, capture_output=True)
+        totals.append((time.time() - t0) * 1000)
+        firsts.append((json.loads(dump.read_text())[0]["t"] - t0) * 1000)
+    return statistics.median(firsts), statistics.median(totals)
+
+
+def bench_many(app: App, ws: Path, home: Path, engine: Engine) -> tuple[float, float, float]:
+    base = rss_mb()
+    handles = []
+    t = time.perf_counter()
+    for _ in range(200):
+        provider = ScriptedProvider({"replies": [{"text": "idle"}]})
+        handles.append(app.open_session(_settings(ws, home), provider, builtin_tools(), engine))
+    for h in handles:  # wait until each is up (session_started seen)
+        h.events.get(timeout=30)
+    open_s = time.perf_counter() - t
+    per_idle = (rss_mb() - base) / 200
+    for h in handles:
+        h.shutdown()
+    # 50 sessions in parallel, each with a read and a bash call
+    replies = [{"tool_calls": [{"name": "read", "input": {"path": "a.txt"}},
+                               {"name": "bash", "input": {"command": "echo hi"}}]}, {"text": "done"}]
+    results: list[int] = []
+    t = time.perf_counter()
+
+    def one():
+        provider = ScriptedProvider({"replies": replies})
+        h = app.open_session(_settings(ws, home), provider, builtin_tools(), engine)
+        results.append(headless.run(h, "go", fmt="json", out=io.StringIO(), err=io.StringIO(),
+                                    install_signals=False, idle_timeout=0.05))
+        h.shutdown()
+
+    threads = [threading.Thread(target=one) for _ in range(50)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    par_s = time.perf_counter() - t
+    assert results.count(0) == 50, results
+    return per_idle, open_s, par_s
+
+
+def main() -> None:
+    sys.setswitchinterval(0.001)
+    tmp = Path(tempfile.mkdtemp(prefix="cox-bench-"))
+    home = tmp / "home"
+    ws = tmp / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha\n")
+    os.environ["COX_HOME"] = str(home)
+    from cox.surfaces import logs
+
+    logs.setup(home / "logs")
+    ask_us, tell_rate = floor_pykka()
+    q_rate = floor_queue()
+    py_ms = floor_python()
+    print(f"floors: pykka ask {ask_us:.1f} µs · pykka tell {tell_rate:,.0f} msgs/s · "
+          f"queue.Queue {q_rate:,.0f} items/s · python -c pass {py_ms:.1f} ms")
+    engine = Engine.compile(["Bash(sleep:*)", "Bash(echo:*)"], [], [], home=tmp, roots=[ws])
+    app = App(home)
+    try:
+        rate = bench_deltas(app, ws, home, engine)
+        print(f"text deltas → stream-json + rollout: {rate:,.0f} deltas/s (goal ≥ 30,000; floor: tell "
+              f"{tell_rate:,.0f}/s)")
+        tools, streams = bench_interrupt(app, ws, home, engine)
+        print(f"interrupt → turn_done, 8 running sleep 60: p50 {pct(tools, 50):.1f} ms · p99 {pct(tools, 99):.1f} ms "
+              f"(goal p99 ≤ 50)")
+        print(f"interrupt → turn_done, stalled stream:     p50 {pct(streams, 50):.1f} ms · "
+              f"p99 {pct(streams, 99):.1f} ms (goal p99 ≤ 50)")
+        per_idle, open_s, par_s = bench_many(app, ws, home, engine)
+        print(f"200 idle sessions: {per_idle:.2f} MB each (goal ≤ 2), opened in {open_s * 1000:.0f} ms · "
+              f"50 scripted sessions in parallel: {par_s * 1000:.0f} ms")
+    finally:
+        app.close()
+    first, total = bench_startup(ws, home)
+    print(f"cox run -p start-up → first provider request: {first:.0f} ms ({first - py_ms:.0f} ms beyond "
+          f"python -c pass; goal ≤ 150) · whole run {total:.0f} ms")
+    try:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import supervision
+
+        if hasattr(supervision, "measure"):
+            print(supervision.measure())
+        else:
+            subprocess.run([sys.executable, str(ROOT / "bench" / "supervision.py")], check=False)
+    except ImportError:
+        print("supervised restart: bench/supervision.py is missing")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Model providers: the ProviderStream actor and the adapters it drives (scripted for now)."""

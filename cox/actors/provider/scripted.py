@@ -1,0 +1,213 @@
+"""The scripted provider: replays a JSON script of model replies, so tests and the demo run
+offline through the same ProviderStream actor as a real model.
+
+Format (documented for users in docs/scripted-provider.md)::
+
+    {"model": "scripted", "replies": [REPLY, ...]}
+
+Each model request takes the next REPLY. A reply is either the shorthand
+
+    {"thinking": "...", "text": "...", "tool_calls": [{"name": "read", "input": {...}, "id": "t1"}],
+     "stop": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}, "chunk": 8,
+     "delay_ms": 0, "delta_delay_ms": 0}
+
+or an explicit list of steps, played in order
+
+    {"events": [{"text": "Hel"}, {"delay_ms": 50}, {"text": "lo", "repeat": 3},
+                {"thinking": "hmm", "signature": "sig"},
+                {"tool_call": {"name": "bash", "input": {"command": "ls"}}},
+                {"tool_call_raw": {"name": "write", "partial_json": "{\\"path\\": \\"a"}},
+                {"stall": true}, {"error": {...}}, {"crash": "boom"}],
+     "stop": "tool_use"}
+
+or a request-level failure ``{"error": {"message": "overloaded", "status": 529,
+"retryable": true, "retry_after": 0.01}}``. ``stall`` blocks until the turn is cancelled;
+``crash`` raises a plain exception (an adapter bug). When the replies run out the request fails
+with a clear, non-retryable error. Set ``COX_SCRIPTED_DUMP=FILE`` to have every request the
+model received written to FILE (tests and debugging).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from cox.protocol.interfaces import CancelToken
+from cox.protocol.model import (
+    ModelRequest,
+    ProviderError,
+    StopDelta,
+    StreamDelta,
+    TextPart,
+    ThinkingPart,
+    ToolUseInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+    UsageDelta,
+)
+
+
+class ScriptError(ValueError):
+    """The script file is missing or malformed."""
+
+
+def load_script(source: str | Path | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(source, dict):
+        script = source
+    else:
+        path = Path(source)
+        try:
+            script = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ScriptError(f"cannot read model script {path}: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise ScriptError(f"model script {path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(script, dict) or not isinstance(script.get("replies"), list):
+        raise ScriptError('a model script is an object with a "replies" list')
+    return script
+
+
+def _wait(cancel: CancelToken, seconds: float) -> bool:
+    """Sleep up to ``seconds``; True when the turn was cancelled meanwhile."""
+    if seconds <= 0:
+        return cancel.cancelled
+    ev = threading.Event()
+    unregister = cancel.on_cancel(ev.set)
+    try:
+        return ev.wait(seconds) or cancel.cancelled
+    finally:
+        unregister()
+
+
+class ScriptedProvider:
+    """A Provider that plays replies from a script; one instance per session (it keeps its place)."""
+
+    name = "scripted"
+
+    def __init__(self, script: str | Path | dict[str, Any]) -> None:
+        self.script = load_script(script)
+        self.model = str(self.script.get("model", "scripted"))
+        self._replies: list[dict[str, Any]] = list(self.script["replies"])
+        self._next = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self.requests: list[ModelRequest] = []
+
+    def _take(self, request: ModelRequest) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(request)
+            if self._next >= len(self._replies):
+                raise ProviderError(
+                    f"the scripted model has no reply #{self._next + 1} (its script has {len(self._replies)})"
+                )
+            reply = self._replies[self._next]
+            self._next += 1
+            dump = os.environ.get("COX_SCRIPTED_DUMP")
+            if dump:  # for tests and debugging: every request the scripted model received
+                Path(dump).write_text(json.dumps(
+                    [{"system": r.system, "messages": r.messages, "t": time.time()} for r in self.requests]),
+                    encoding="utf-8")
+            return reply
+
+    def stream(self, request: ModelRequest, cancel: CancelToken) -> Iterator[StreamDelta]:
+        reply = self._take(request)
+        if "error" in reply and "events" not in reply:
+            raise _error(reply["error"])
+        if _wait(cancel, float(reply.get("delay_ms", 0)) / 1000):
+            return
+        steps = reply["events"] if "events" in reply else _shorthand(reply)
+        delta_delay = float(reply.get("delta_delay_ms", 0)) / 1000
+        chunk = int(reply.get("chunk", 0))
+        index = 0
+        out_chars = 0
+        saw_tool = False
+        for step in steps:
+            if cancel.cancelled:
+                return
+            if "text" in step:
+                text = str(step["text"])
+                for _ in range(int(step.get("repeat", 1))):
+                    for piece in _chunks(text, chunk):
+                        out_chars += len(piece)
+                        yield TextPart(piece)
+                        if delta_delay and _wait(cancel, delta_delay):
+                            return
+            elif "thinking" in step:
+                for piece in _chunks(str(step["thinking"]), chunk):
+                    yield ThinkingPart(piece)
+                yield ThinkingPart("", signature=step.get("signature", "scripted-signature"))
+            elif "tool_call" in step:
+                tc = step["tool_call"]
+                saw_tool = True
+                yield ToolUseStart(index, str(tc.get("id") or f"toolu_{next(self._ids):04d}"), str(tc["name"]))
+                yield ToolUseInputDelta(index, json.dumps(tc.get("input", {})))
+                yield ToolUseStop(index)
+                index += 1
+            elif "tool_call_raw" in step:
+                tc = step["tool_call_raw"]
+                saw_tool = True
+                yield ToolUseStart(index, str(tc.get("id") or f"toolu_{next(self._ids):04d}"), str(tc["name"]))
+                yield ToolUseInputDelta(index, str(tc.get("partial_json", "")))
+                yield ToolUseStop(index)
+                index += 1
+            elif "delay_ms" in step:
+                if _wait(cancel, float(step["delay_ms"]) / 1000):
+                    return
+            elif step.get("stall"):
+                _wait(cancel, 3600.0)
+                return
+            elif "error" in step:
+                raise _error(step["error"])
+            elif "crash" in step:
+                raise RuntimeError(str(step["crash"]))
+            else:
+                raise ProviderError(f"the model script has an unknown step {step!r}")
+        usage = reply.get("usage") or {}
+        yield UsageDelta(
+            input_tokens=int(usage.get("input_tokens", _estimate(request))),
+            output_tokens=int(usage.get("output_tokens", max(1, out_chars // 4))),
+            cache_read_tokens=int(usage.get("cache_read_tokens", 0)),
+            cache_write_tokens=int(usage.get("cache_write_tokens", 0)),
+        )
+        yield StopDelta(reply.get("stop") or ("tool_use" if saw_tool else "end_turn"))
+
+
+def _shorthand(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    if reply.get("thinking"):
+        steps.append({"thinking": reply["thinking"], "signature": reply.get("signature", "scripted-signature")})
+    if reply.get("text"):
+        steps.append({"text": reply["text"]})
+    for tc in reply.get("tool_calls", []):
+        steps.append({"tool_call": tc})
+    return steps
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    if size <= 0 or len(text) <= size:
+        return [text]
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _estimate(request: ModelRequest) -> int:
+    size = sum(len(s) for s in request.system)
+    for m in request.messages:
+        for block in m.get("content", []):
+            size += len(json.dumps(block)) if not isinstance(block, str) else len(block)
+    return max(1, size // 4)
+
+
+def _error(spec: dict[str, Any]) -> ProviderError:
+    return ProviderError(
+        str(spec.get("message", "scripted provider error")),
+        retryable=bool(spec.get("retryable", False)),
+        retry_after=spec.get("retry_after"),
+        status=spec.get("status"),
+        context_overflow=bool(spec.get("context_overflow", False)),
+    )

@@ -1,0 +1,189 @@
+"""The ProviderStream actor: one per model request.
+
+It runs the provider's blocking stream in its own thread, assembles the deltas into a finished
+response (text, thinking with its signature, tool_use blocks with parsed input), and tells the
+session each visible delta as it arrives and the finished response at the end. Retryable
+failures (429, 5xx, overloaded, connection reset) are retried with backoff honouring
+``retry_after`` — but only while nothing has reached the session yet, so a retry never shows a
+person the same text twice. Cancelling the turn's scope makes the provider's blocked read
+return; the actor then ends quietly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pykka
+
+from cox.protocol.interfaces import CancelToken, Provider
+from cox.protocol.model import (
+    ModelRequest,
+    ProviderError,
+    StopDelta,
+    TextPart,
+    ThinkingPart,
+    ToolUseInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+    UsageDelta,
+)
+from cox.supervisors import CoxActor
+
+MAX_RETRIES = 4
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """What the session receives when a stream ends."""
+
+    stream_id: int
+    content: list[dict[str, Any]] = field(default_factory=list)
+    stop: str = "end_turn"
+    usage: UsageDelta = field(default_factory=UsageDelta)
+    error: ProviderError | None = None
+    cancelled: bool = False
+    api_ms: float = 0.0
+
+
+class _Assembler:
+    """Turns a delta stream into content blocks, merging consecutive text/thinking pieces."""
+
+    def __init__(self) -> None:
+        self.content: list[dict[str, Any]] = []
+        self.tools: dict[int, dict[str, Any]] = {}
+        self.usage = UsageDelta()
+        self.stop = "end_turn"
+
+    def text(self, t: str) -> None:
+        if self.content and self.content[-1]["type"] == "text":
+            self.content[-1]["text"] += t
+        else:
+            self.content.append({"type": "text", "text": t})
+
+    def thinking(self, t: str, signature: str | None) -> None:
+        if self.content and self.content[-1]["type"] == "thinking" and self.content[-1].get("signature") is None:
+            block = self.content[-1]
+            block["thinking"] += t
+        else:
+            block = {"type": "thinking", "thinking": t, "signature": None}
+            self.content.append(block)
+        if signature is not None:
+            block["signature"] = signature
+
+    def tool_start(self, d: ToolUseStart) -> None:
+        block = {"type": "tool_use", "id": d.id, "name": d.name, "input": {}, "_raw": []}
+        self.tools[d.index] = block
+        self.content.append(block)
+
+    def tool_input(self, d: ToolUseInputDelta) -> None:
+        self.tools[d.index]["_raw"].append(d.partial_json)
+
+    def tool_stop(self, d: ToolUseStop) -> None:
+        block = self.tools[d.index]
+        raw = "".join(block.pop("_raw"))
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+            if not isinstance(value, dict):
+                raise ValueError("tool input must be a JSON object")
+            block["input"] = value
+        except ValueError:
+            block["input"] = {}
+            block["input_error"] = raw
+
+    def finish(self) -> list[dict[str, Any]]:
+        for block in self.tools.values():  # a block that never got its stop (cut response)
+            if "_raw" in block:
+                block["input_error"] = "".join(block.pop("_raw"))
+        return self.content
+
+
+class ProviderStreamActor(CoxActor):
+    """Streams one request and reports to ``reply_to`` with ``("stream", …)`` tuples."""
+
+    def __init__(self, provider: Provider, request: ModelRequest, reply_to: pykka.ActorRef[Any],
+                 stream_id: int, cancel: CancelToken) -> None:
+        super().__init__()
+        self.provider = provider
+        self.request = request
+        self.reply_to = reply_to
+        self.stream_id = stream_id
+        self.cancel = cancel
+
+    def on_receive(self, message: Any) -> Any:
+        if message == "run":
+            self._run()
+            self.stop()
+        return None
+
+    def _backoff(self, attempt: int, hint: float | None) -> bool:
+        delay = hint if hint is not None else min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
+        ev = threading.Event()
+        unregister = self.cancel.on_cancel(ev.set)
+        try:
+            ev.wait(delay)
+        finally:
+            unregister()
+        return self.cancel.cancelled
+
+    def _run(self) -> None:
+        sid = self.stream_id
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            asm = _Assembler()
+            emitted = False
+            try:
+                for d in self.provider.stream(self.request, self.cancel):
+                    if self.cancel.cancelled:
+                        break
+                    if isinstance(d, TextPart):
+                        if d.text:
+                            asm.text(d.text)
+                            self.reply_to.tell(("s_text", sid, d.text))
+                            emitted = True
+                    elif isinstance(d, ThinkingPart):
+                        asm.thinking(d.text, d.signature)
+                        if d.text:
+                            self.reply_to.tell(("s_thinking", sid, d.text))
+                            emitted = True
+                    elif isinstance(d, ToolUseStart):
+                        asm.tool_start(d)
+                    elif isinstance(d, ToolUseInputDelta):
+                        asm.tool_input(d)
+                    elif isinstance(d, ToolUseStop):
+                        asm.tool_stop(d)
+                    elif isinstance(d, UsageDelta):
+                        asm.usage = d
+                    elif isinstance(d, StopDelta):
+                        asm.stop = d.reason
+            except ProviderError as exc:
+                if self.cancel.cancelled:
+                    break
+                if exc.retryable and not emitted and attempt < MAX_RETRIES:
+                    attempt += 1
+                    self.reply_to.tell(("s_notice", sid, f"model request failed ({exc}); retry {attempt} of {MAX_RETRIES}"))
+                    if self._backoff(attempt, exc.retry_after):
+                        break
+                    continue
+                self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=exc,
+                                                          api_ms=(time.monotonic() - started) * 1000)))
+                return
+            except Exception as exc:  # an adapter bug or a transport error the SDK let escape
+                if self.cancel.cancelled:
+                    break
+                err = ProviderError(f"model stream failed: {type(exc).__name__}: {exc}")
+                self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=err,
+                                                          api_ms=(time.monotonic() - started) * 1000)))
+                return
+            break
+        api_ms = (time.monotonic() - started) * 1000
+        if self.cancel.cancelled:
+            self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), cancelled=True, api_ms=api_ms)))
+            return
+        self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), stop=asm.stop, usage=asm.usage,
+                                                  api_ms=api_ms)))

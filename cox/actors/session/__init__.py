@@ -1,0 +1,1 @@
+"""The session actor: the turn loop, request assembly and resume."""

@@ -1,0 +1,664 @@
+"""The session actor: the turn loop, driven only by messages.
+
+Outside callers send ``Submission``s and receive ``Event``s. Inside, the loop is
+
+    assemble → stream (a ProviderStream actor) → route tool calls (a ToolCall actor each;
+    read-only calls in parallel, a writing call alone) → results back in emission order → repeat
+
+until the model ends the turn. Nothing here blocks on I/O: the session only reacts to messages
+(submissions, stream deltas, tool results, child exits), so an Approve, a steering message or an
+Interrupt is handled while the turn runs. Interrupt cancels the turn's scope once (out of band,
+from the caller's thread) and then arrives here as a message that finishes the turn.
+
+Invariants (DESIGN.md §5, each has a test): one TurnStarted and one TurnDone per turn and
+nothing after TurnDone; one ToolCallDone per ToolCallRequested; results return in emission order;
+history normalised before each request; every event reaches the rollout before the surface sees
+the next turn; system[0..2] byte-stable.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pykka
+import structlog
+
+from cox.actors.provider.stream import ProviderStreamActor, StreamResult
+from cox.actors.tools.base import BaseTool, ToolEnv
+from cox.actors.tools.call_actor import ToolCallActor
+from cox.policy.redact import scrub
+from cox.protocol import messages as m
+from cox.protocol.interfaces import Provider
+from cox.protocol.types import (
+    ApprovalPolicy,
+    Decision,
+    PermissionMode,
+    Risk,
+    SandboxMode,
+    StopReason,
+    ToolCall,
+    ToolResult,
+    ToolStatus,
+    Usage,
+)
+from cox.supervisors import CancelScope, CoxActor
+from cox.supervisors.actor import Exit, spawn_linked
+from cox.supervisors.timer import scheduler
+
+from . import history as h
+from .request import Assembler
+from .resume import Rebuilt
+from .state import Turn
+
+log = structlog.get_logger("cox.session")
+
+Sink = Callable[[Any, str], None]
+"""A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
+
+WATCHDOG_S = 0.5
+"""How often a running turn checks that its children are still alive."""
+
+ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message"}
+
+
+@dataclass
+class SessionSettings:
+    session_id: str
+    cwd: Path
+    roots: list[Path]
+    model: str
+    permission_mode: PermissionMode = PermissionMode.DEFAULT
+    approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
+    sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    max_turns: int = 50
+    budget_usd: float | None = None
+    limits: dict[str, int] = field(default_factory=dict)
+    bash_timeout_s: float = 120.0
+    bash_max_timeout_s: float = 600.0
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    home: Path = field(default_factory=Path.home)
+
+
+def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
+    """Processes of a finished turn that their calls have not reaped yet (a call that crashed
+    or was killed) are ended and reaped off the session's thread, after their calls had a
+    moment to do it themselves."""
+    from cox.actors.tools.bash import reap, reap_strays
+
+    def run() -> None:
+        time.sleep(delay)
+        reap(processes)
+        reap_strays()
+
+    threading.Thread(target=run, name="cox-reaper", daemon=True).start()
+
+
+class ScopeHolder:
+    """Shared between the session and its handle so an interrupt can cancel the running turn
+    from the caller's thread, before the Interrupt message waits in the session's queue."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._scope: CancelScope | None = None
+
+    def set(self, scope: CancelScope | None) -> None:
+        with self._lock:
+            self._scope = scope
+
+    def cancel(self) -> bool:
+        with self._lock:
+            scope = self._scope
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+
+class SessionActor(CoxActor):
+    def __init__(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
+                 store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink], holder: ScopeHolder,
+                 resumed: Rebuilt | None = None) -> None:
+        super().__init__()
+        self.s = settings
+        self.provider = provider
+        self.tools = tools
+        self.engine = engine
+        self.store = store
+        self.sinks = sinks
+        self.holder = holder
+        self.mode = settings.permission_mode
+        self.history: list[dict[str, Any]] = []
+        self.turn_starts: dict[int, int] = {}
+        self.last_turn = 0
+        self.gen = 0
+        self.stream_seq = 0
+        self.active: Turn | None = None
+        self.grants: list[str] = []
+        self.denials: list[dict[str, Any]] = []
+        self.usage_total = Usage(model=settings.model)
+        self.closing = False
+        self.resumed = resumed
+        if resumed is not None:
+            self.history = resumed.history
+            self.turn_starts = resumed.turn_starts
+            self.last_turn = resumed.last_turn
+        from cox.actors.tools.registry import specs
+
+        self.assembler = Assembler(settings.model, specs(tools), settings.cwd)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def on_start(self) -> None:
+        store = self.store()
+        if store is not None:
+            store.ask(("open", {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.s.model}), timeout=10)
+        self.emit(m.SessionStarted(
+            session_id=self.s.session_id, cwd=str(self.s.cwd), model=self.s.model,
+            permission_mode=self.mode, tools=sorted(self.tools), mcp_servers=self.s.mcp_servers,
+            resumed=self.resumed is not None,
+        ))
+        for notice in self.resumed.notices if self.resumed else []:
+            self.emit(m.Notice(level="warning", message=notice))
+
+    def on_stop(self) -> None:
+        self._shutdown_turn()
+        store = self.store()
+        if store is not None:
+            try:
+                store.ask(("close", self.s.session_id), timeout=5)
+            except Exception:
+                log.warning("store close failed", session=self.s.session_id)
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        # The rollout is intact up to the last event; tell the surfaces so they do not hang.
+        try:
+            if self.active is not None:
+                self.active.scope.cancel()
+                self.emit(m.ErrorEvent(message=f"session crashed: {exception_value}", fatal=True))
+                self._finish(StopReason.ERROR, f"session crashed: {exception_value}")
+        except Exception:
+            log.exception("session failure handling failed")
+        super().on_failure(exception_type, exception_value, traceback)
+
+    def emit(self, event: Any) -> None:
+        """Rollout first (scrubbed copy), then every surface, in order."""
+        line = m.encode(event)
+        changed = False
+        if event.type in ROLLOUT_SCRUBBED:
+            line, changed = scrub(line)
+        store = self.store()
+        if store is not None:
+            store.tell(("append", self.s.session_id, line))
+            if event.type == "turn_done":
+                try:
+                    store.ask(("sync", self.s.session_id, {"turns": self.last_turn}), timeout=10)
+                except Exception as exc:
+                    log.error("rollout sync failed", error=str(exc))
+        for sink in self.sinks:
+            try:
+                sink(event, line)
+            except Exception:
+                log.exception("surface sink failed")
+        if changed and event.type == "tool_call_done":
+            self.emit(m.Notice(level="security",
+                               message="tool output contained a secret-shaped string; redacted in the rollout"))
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, tuple):
+            handler = getattr(self, "_on_" + message[0], None)
+            if handler is None:
+                raise ValueError(f"session: unknown internal message {message[0]!r}")
+            handler(*message[1:])
+            return None
+        kind = getattr(message, "type", None)
+        handler = getattr(self, "_sub_" + str(kind), None)
+        if handler is None:
+            raise ValueError(f"session: not a submission: {message!r}")
+        handler(message)
+        return None
+
+    # ------------------------------------------------------------------ submissions
+
+    def _sub_user_turn(self, sub: m.UserTurn) -> None:
+        if self.active is not None:
+            self.active.steer.append(sub.text)
+            self.emit(m.Notice(level="info", message="message queued; the model sees it at its next step"))
+            return
+        self._start_turn(sub.text)
+
+    def _sub_interrupt(self, sub: m.Interrupt) -> None:
+        turn = self.active
+        if turn is None:
+            return
+        turn.scope.cancel()
+        if turn.stream_ref is not None and turn.partial:
+            text = "".join(turn.partial)
+            self.history.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+            self.emit(m.AssistantMessage(turn=turn.turn, content=[{"type": "text", "text": text}]))
+        turn.stream_ref = None
+        self._abort_unfinished(turn)
+        self._finish(StopReason.INTERRUPTED)
+
+    def _sub_approve(self, sub: m.Approve) -> None:
+        turn = self.active
+        call = turn.awaiting_approval.pop(sub.call_id, None) if turn else None
+        if turn is None or call is None:
+            self.emit(m.Notice(level="warning", message=f"no call is waiting for approval with id {sub.call_id}"))
+            return
+        if sub.decision is Decision.DENY:
+            turn.denied_by_user = True
+            self._deliver(turn, call, ToolResult.denied("denied by the user; ask them how to proceed"))
+            for other in list(turn.awaiting_approval.values()):
+                turn.awaiting_approval.pop(other.id)
+                self._deliver(turn, other, ToolResult.denied("not run: the user denied another call of this step"))
+            for other in list(turn.queued):
+                turn.queued.remove(other)
+                self._deliver(turn, other, ToolResult.denied("not run: the user denied another call of this step"))
+        else:
+            if sub.decision is Decision.ALLOW_FOR_SESSION:
+                self.grants.extend(self.engine.grants_for(call))
+            if sub.decision is Decision.EDIT and sub.edited_input is not None:
+                call = self._describe(call.model_copy(update={"input": sub.edited_input}))
+                self._replace_call(turn, call)
+            turn.queued.append(call)
+        self._schedule(turn)
+        self._maybe_next(turn)
+
+    def _sub_set_mode(self, sub: m.SetMode) -> None:
+        self.mode = sub.mode
+        self.emit(m.Notice(level="info", message=f"permission mode: {sub.mode.value}"))
+
+    def _sub_compact(self, sub: m.Compact) -> None:
+        self.emit(m.Notice(level="warning", message="compaction is not available yet in this build of cox"))
+
+    def _sub_answer(self, sub: m.Answer) -> None:
+        self.emit(m.Notice(level="warning", message=f"no open question with id {sub.question_id}"))
+
+    def _sub_rewind(self, sub: m.Rewind) -> None:
+        if self.active is not None:
+            self.emit(m.Notice(level="warning", message="cannot rewind while a turn runs; interrupt it first"))
+            return
+        if sub.to_turn not in self.turn_starts:
+            self.emit(m.Notice(level="warning", message=f"there is no turn {sub.to_turn} to rewind to"))
+            return
+        if sub.what in ("code", "both"):
+            self.emit(m.Notice(level="warning",
+                               message="restoring code needs checkpoints, which this build does not record yet; "
+                                       "only the conversation is rewound"))
+        del self.history[self.turn_starts[sub.to_turn]:]
+        self.turn_starts = {t: i for t, i in self.turn_starts.items() if t < sub.to_turn}
+        self.emit(m.Rewound(to_turn=sub.to_turn, what=sub.what))
+
+    def _sub_shutdown(self, sub: m.Shutdown) -> None:
+        self.stop()
+
+    def _shutdown_turn(self) -> None:
+        self.closing = True
+        if self.active is not None:
+            self._sub_interrupt(m.Interrupt())
+
+    # ------------------------------------------------------------------ the loop
+
+    def _start_turn(self, text: str, queued: list[str] | None = None) -> None:
+        self.last_turn += 1
+        self.gen += 1
+        scope = CancelScope()
+        turn = Turn(turn=self.last_turn, gen=self.gen, scope=scope, steer=list(queued or []))
+        self.active = turn
+        self.holder.set(scope)
+        me = self.actor_ref
+        gen = turn.gen
+
+        def tick() -> bool:
+            try:
+                me.tell(("watchdog", gen))
+            except pykka.ActorDeadError:
+                return False
+            return True
+
+        turn.stop_watchdog = scheduler.call_every(WATCHDOG_S, tick)
+        self.turn_starts[turn.turn] = len(self.history)
+        self.emit(m.TurnStarted(turn=turn.turn))
+        self.emit(m.UserMessage(turn=turn.turn, text=text))
+        self.history.append(h.user_text(text))
+        store = self.store()
+        if store is not None:
+            store.tell(("title", self.s.session_id, text))
+        self._sample(turn)
+
+    def _sample(self, turn: Turn) -> None:
+        if turn.scope.cancelled:
+            return  # interrupted out of band: the Interrupt message that follows ends the turn
+        while turn.steer:
+            text = turn.steer.pop(0)
+            self.emit(m.UserMessage(turn=turn.turn, text=text, steered=True))
+            self.history.append(h.user_text(text))
+        if turn.requests >= self.s.max_turns:
+            self._finish(StopReason.MAX_TURNS, f"reached the limit of {self.s.max_turns} model requests")
+            return
+        turn.requests += 1
+        self._start_stream(turn)
+
+    def _start_stream(self, turn: Turn) -> None:
+        self.stream_seq += 1
+        turn.stream_id = self.stream_seq
+        turn.partial = []
+        turn.stream_emitted = False
+        request = self.assembler.build(self.history)
+        ref = self._spawn(("stream", turn.gen, turn.stream_id), lambda: ProviderStreamActor.start(
+            self.provider, request, self.actor_ref, turn.stream_id, turn.scope))
+        turn.stream_ref = ref
+        ref.tell("run")
+
+    def _current(self, stream_id: int) -> Turn | None:
+        turn = self.active
+        if turn is None or turn.stream_id != stream_id or turn.stream_ref is None:
+            return None
+        return turn
+
+    def _on_s_text(self, stream_id: int, text: str) -> None:
+        turn = self._current(stream_id)
+        if turn is not None:
+            turn.partial.append(text)
+            turn.stream_emitted = True
+            self.emit(m.TextDelta(text=text))
+
+    def _on_s_thinking(self, stream_id: int, text: str) -> None:
+        turn = self._current(stream_id)
+        if turn is not None:
+            turn.stream_emitted = True
+            self.emit(m.ThinkingDelta(text=text))
+
+    def _on_s_notice(self, stream_id: int, text: str) -> None:
+        if self._current(stream_id) is not None:
+            self.emit(m.Notice(level="warning", message=text))
+
+    def _on_s_end(self, result: StreamResult) -> None:
+        turn = self._current(result.stream_id)
+        if turn is None or result.cancelled:
+            return
+        turn.stream_ref = None
+        if result.usage.input_tokens or result.usage.output_tokens:
+            self._record_usage(result)
+        if result.error is not None:
+            text = "".join(turn.partial)
+            if text:
+                self.history.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+            self.emit(m.ErrorEvent(message=f"model request failed: {result.error}"))
+            self._finish(StopReason.ERROR, str(result.error))
+            return
+        content = [{k: v for k, v in b.items() if k != "input_error"} for b in result.content]
+        if content:
+            self.emit(m.AssistantMessage(turn=turn.turn, content=content))
+            self.history.append({"role": "assistant", "content": content})
+        if self._over_budget():
+            self._abort_batch_calls(turn, result.content, "not run: the session's budget is spent")
+            self._finish(StopReason.BUDGET, "the session budget is spent")
+            return
+        uses = [b for b in result.content if b.get("type") == "tool_use"]
+        if result.stop == "pause_turn" and not uses:
+            self._sample(turn)
+            return
+        if not uses:
+            if result.stop == "refusal":
+                self.emit(m.Notice(level="warning", message="the model declined to continue; rephrase the request"))
+            if turn.steer:
+                self._sample(turn)
+            else:
+                self._finish(StopReason.END_TURN)
+            return
+        self._dispatch(turn, uses, cut=result.stop == "max_tokens")
+
+    def _dispatch(self, turn: Turn, uses: list[dict[str, Any]], cut: bool) -> None:
+        turn.calls = []
+        turn.results = {}
+        turn.denied_by_user = False
+        prepared: list[tuple[ToolCall, ToolResult | None]] = []
+        for block in uses:
+            call = ToolCall(id=block["id"], name=block["name"], input=block.get("input") or {})
+            early: ToolResult | None = None
+            tool = self.tools.get(call.name)
+            if tool is None:
+                early = ToolResult.error(f"unknown tool {call.name!r}; available: {', '.join(sorted(self.tools))}")
+            elif cut or "input_error" in block:
+                early = ToolResult.error(
+                    "not run: your response was cut off (max_tokens) before this call's input was complete; "
+                    "send it again with smaller input (split a big file into several edits)")
+            else:
+                try:
+                    call = self._describe(call)
+                except Exception as exc:
+                    early = ToolResult.error(f"{call.name}: bad input: {exc}")
+            turn.calls.append(call)
+            prepared.append((call, early))
+            self.emit(m.ToolCallRequested(call=call))
+        for call, early in prepared:
+            if early is not None:
+                self._deliver(turn, call, early)
+                continue
+            outcome = self.engine.decide(call, self.mode, self.s.approval_policy, self.s.sandbox_mode, self.grants)
+            kind = str(getattr(outcome.kind, "value", outcome.kind))
+            if kind == "allow":
+                turn.queued.append(call)
+            elif kind == "deny":
+                self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.input,
+                                     "reason": outcome.reason})
+                self._deliver(turn, call, ToolResult.denied(f"denied: {outcome.reason}"))
+            else:
+                turn.awaiting_approval[call.id] = call
+                self.emit(m.ApprovalRequired(call=call, reason=outcome.reason))
+        self._schedule(turn)
+        self._maybe_next(turn)
+
+    def _describe(self, call: ToolCall) -> ToolCall:
+        return self.tools[call.name].describe(call, self._env(None, call))
+
+    def _replace_call(self, turn: Turn, call: ToolCall) -> None:
+        turn.calls = [call if c.id == call.id else c for c in turn.calls]
+        for msg in reversed(self.history):
+            if msg["role"] != "assistant":
+                continue
+            for block in msg["content"]:
+                if block.get("type") == "tool_use" and block.get("id") == call.id:
+                    block["input"] = call.input
+            break
+
+    def _exclusive(self, call: ToolCall) -> bool:
+        """A call runs alone unless its tool may run in parallel and the call only reads."""
+        return not (self.tools[call.name].parallel and call.risk is Risk.READ_ONLY)
+
+    def _schedule(self, turn: Turn) -> None:
+        """Start what may start: read-only calls together, a writing call alone, in order."""
+        if turn.scope.cancelled:
+            return
+        while turn.queued:
+            call = turn.queued[0]
+            exclusive = self._exclusive(call)
+            if exclusive and turn.running:
+                return
+            if not exclusive and any(ex for _, ex in turn.running.values()):
+                return
+            turn.queued.pop(0)
+            self._start_call(turn, call, exclusive)
+            if exclusive:
+                return
+
+    def _env(self, turn: Turn | None, call: ToolCall) -> ToolEnv:
+        me = self.actor_ref
+        gen = turn.gen if turn else 0
+        scope = turn.scope if turn else CancelScope()
+        return ToolEnv(
+            roots=self.s.roots, cwd=self.s.cwd, cancel=scope, processes=turn.processes if turn else [],
+            output=lambda chunk: me.tell(("tool_output", gen, call.id, chunk)),
+            bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
+        )
+
+    def _archive_put(self, data: bytes) -> str:
+        store = self.store()
+        if store is None:
+            raise RuntimeError("the store is not running")
+        return str(store.ask(("archive_put", data), timeout=30))
+
+    def _start_call(self, turn: Turn, call: ToolCall, exclusive: bool) -> None:
+        env = self._env(turn, call)
+        ref = self._spawn(("call", turn.gen, call.id), lambda: ToolCallActor.start(
+            self.tools[call.name], call, env, self.actor_ref, turn.gen, self._archive_put, self.s.limits))
+        turn.running[call.id] = (ref, exclusive)
+        turn.ran_commands = turn.ran_commands or call.name == "bash"
+        ref.tell("run")
+
+    def _spawn(self, key: tuple[Any, ...], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
+        """Start a turn child linked to this session: its exit, however it happens, comes back
+        as ``("child_exit", key, why)`` after anything it told us before."""
+        me = self.actor_ref
+
+        def on_exit(exit_: Exit) -> None:
+            why = exit_.kind.value if exit_.error is None else f"{exit_.kind.value}: {exit_.error}"
+            try:
+                me.tell(("child_exit", key, why))
+            except pykka.ActorDeadError:
+                pass
+
+        with spawn_linked(on_exit, parent=f"session:{self.s.session_id}"):
+            return start()
+
+    def _on_tool_output(self, gen: int, call_id: str, chunk: str) -> None:
+        turn = self.active
+        if turn is not None and turn.gen == gen and call_id in turn.running:
+            self.emit(m.ToolCallOutput(call_id=call_id, chunk=chunk))
+
+    def _on_tool_done(self, gen: int, call_id: str, result: ToolResult, ms: float) -> None:
+        turn = self.active
+        if turn is None or turn.gen != gen or call_id not in turn.running:
+            return
+        turn.running.pop(call_id)
+        call = next(c for c in turn.calls if c.id == call_id)
+        if turn.scope.cancelled:
+            # It ended because the turn was interrupted: it did not finish, whatever it says.
+            partial = f"\n{result.visible}" if result.visible else ""
+            result = ToolResult.aborted(f"aborted: the turn was interrupted while this call ran{partial}")
+        self._deliver(turn, call, result, ms)
+        self._schedule(turn)
+        self._maybe_next(turn)
+
+    def _on_child_exit(self, key: tuple[Any, ...], reason: str) -> None:
+        """A watched child stopped. A normal stop after its report means nothing; a crash or a
+        kill before it reported becomes an error result (call) or a retry/error (stream)."""
+        kind, gen, ident = key
+        turn = self.active
+        if turn is None or turn.gen != gen:
+            return
+        if kind == "call" and ident in turn.running:
+            turn.running.pop(ident)
+            call = next(c for c in turn.calls if c.id == ident)
+            self._deliver(turn, call, ToolResult.error(f"the {call.name} call crashed before it finished: {reason}"))
+            self._schedule(turn)
+            self._maybe_next(turn)
+        elif (kind == "stream" and ident == turn.stream_id and turn.stream_ref is not None
+              and not turn.scope.cancelled):
+            turn.stream_ref = None
+            if not turn.stream_emitted and not turn.stream_retried and not turn.scope.cancelled:
+                turn.stream_retried = True
+                self.emit(m.Notice(level="warning", message=f"the model stream stopped unexpectedly ({reason}); retrying"))
+                self._start_stream(turn)
+            else:
+                self.emit(m.ErrorEvent(message=f"the model stream stopped unexpectedly: {reason}"))
+                self._finish(StopReason.ERROR, f"model stream crashed: {reason}")
+
+    def _on_watchdog(self, gen: int) -> None:
+        """A child whose thread is gone without any report (not even an exit) is a crash."""
+        turn = self.active
+        if turn is None or turn.gen != gen:
+            return
+        # A child found dead is only suspected at first: its last messages may still be queued
+        # behind this tick. Found dead again on the next tick, it vanished without a word.
+        dead: set[tuple[str, Any]] = set()
+        for call_id, (ref, _) in list(turn.running.items()):
+            if not ref.is_alive():
+                dead.add(("call", call_id))
+        if turn.stream_ref is not None and not turn.stream_ref.is_alive():
+            dead.add(("stream", turn.stream_id))
+        for kind, ident in dead & turn.suspects:
+            self._on_child_exit((kind, gen, ident), f"the {kind} actor vanished without a report")
+        turn.suspects = dead
+
+    def _deliver(self, turn: Turn, call: ToolCall, result: ToolResult, ms: float | None = None) -> None:
+        if call.id in turn.results:
+            return
+        turn.results[call.id] = result
+        self.emit(m.ToolCallDone(call_id=call.id, result=result, duration_ms=ms))
+
+    def _maybe_next(self, turn: Turn) -> None:
+        if self.active is not turn or not turn.calls or not turn.batch_done():
+            return
+        self.history.append(h.tool_results([
+            h.result_block(c.id, turn.results[c.id].visible, not turn.results[c.id].ok, turn.results[c.id].images)
+            for c in turn.calls
+        ]))
+        turn.calls = []
+        if turn.denied_by_user:
+            self._finish(StopReason.DENIED, "the user denied a tool call")
+            return
+        self._sample(turn)
+
+    def _abort_unfinished(self, turn: Turn) -> None:
+        for call in turn.unfinished():
+            self._deliver(turn, call, ToolResult.aborted())
+        turn.awaiting_approval.clear()
+        turn.queued.clear()
+        turn.running.clear()
+        if turn.calls:
+            self.history.append(h.tool_results([
+                h.result_block(c.id, turn.results[c.id].visible, turn.results[c.id].status is not ToolStatus.OK)
+                for c in turn.calls
+            ]))
+            turn.calls = []
+
+    def _abort_batch_calls(self, turn: Turn, content: list[dict[str, Any]], why: str) -> None:
+        for b in content:
+            if b.get("type") == "tool_use":
+                call = ToolCall(id=b["id"], name=b["name"], input=b.get("input") or {})
+                turn.calls.append(call)
+                self.emit(m.ToolCallRequested(call=call))
+                self._deliver(turn, call, ToolResult.aborted(why))
+        self._abort_unfinished(turn)
+
+    def _finish(self, stop: StopReason, reason: str | None = None) -> None:
+        turn = self.active
+        if turn is None:
+            return
+        self.active = None
+        self.holder.set(None)
+        if turn.stop_watchdog is not None:
+            turn.stop_watchdog()
+        turn.scope.cancel()  # stops anything still running for this turn (no-op when all done)
+        if turn.ran_commands:
+            _reap_later(turn.processes)
+        self.emit(m.TurnDone(turn=turn.turn, stop=stop, reason=reason))
+        if turn.steer and not self.closing:
+            # Messages typed too late for this turn's last step start the next turn, in order.
+            first, *rest = turn.steer
+            self._start_turn(first, rest)
+
+    # ------------------------------------------------------------------ usage
+
+    def _record_usage(self, result: StreamResult) -> None:
+        u = result.usage
+        from cox.actors.session.pricing import cost_usd
+
+        usage = Usage(model=self.s.model, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+                      cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens)
+        usage.cost_usd = cost_usd(self.s.model, usage)
+        self.usage_total = self.usage_total + usage
+        store = self.store()
+        if store is not None:
+            store.tell(("usage", self.s.session_id, usage.model_dump()))
+        self.emit(m.UsageEvent(usage=usage, session_total=self.usage_total, api_ms=result.api_ms))
+
+    def _over_budget(self) -> bool:
+        return self.s.budget_usd is not None and self.usage_total.cost_usd >= self.s.budget_usd

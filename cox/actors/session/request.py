@@ -1,0 +1,86 @@
+"""Request assembly: the cache-stable layout of what the model sees.
+
+    system[0]  tool schemas, sorted by name ........ byte-stable
+    system[1]  cox system prompt (versioned, no date) byte-stable
+    system[2]  instruction files (AGENTS.md, CLAUDE.md) byte-stable
+    system[3]  volatile: date, cwd ................. changes
+    messages   the normalised history
+
+The first three blocks are computed once per session (and again only when the tool set really
+changes), so every request of a session repeats them byte for byte.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from cox.protocol.model import ModelRequest, ToolSpec
+
+from .history import normalize
+
+PROMPT_VERSION = "cox-system-prompt v1"
+
+SYSTEM_PROMPT = f"""You are cox, a coding agent working in the user's workspace through tools.
+({PROMPT_VERSION})
+
+- Read before you change: use `read` to look at files and `bash` for commands.
+- Make the change the user asked for and nothing more; keep edits small and reviewable.
+- A call may be denied by the user's permission rules; read the reason and choose another way.
+- Big outputs are archived: a line like `[… 84 KiB archived; expand #ID lines a–b]` stands for
+  lines you can read again with a narrower command.
+- Finish with a short answer that says what you did and what you found."""
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+
+
+def tool_block(specs: list[ToolSpec]) -> str:
+    ordered = sorted(specs, key=lambda s: s.name)
+    return json.dumps(
+        [{"name": s.name, "description": s.description, "input_schema": s.input_schema} for s in ordered],
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+    )
+
+
+def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024) -> str:
+    """AGENTS.md / CLAUDE.md from the workspace and its parents, outermost first."""
+    found: list[str] = []
+    for folder in reversed([cwd, *cwd.parents]):
+        for name in INSTRUCTION_FILES:
+            path = folder / name
+            try:
+                if path.is_file():
+                    text = path.read_text(encoding="utf-8", errors="replace")[:limit_bytes]
+                    found.append(f"# {name} instructions ({path})\n\n{text.rstrip()}\n")
+            except OSError:
+                continue
+    return "\n".join(found) if found else "(no instruction files)"
+
+
+def volatile_block(cwd: Path, extra: dict[str, Any] | None = None) -> str:
+    lines = [f"date: {datetime.date.today().isoformat()}", f"cwd: {cwd}"]
+    for k, v in (extra or {}).items():
+        lines.append(f"{k}: {v}")
+    return "\n".join(lines)
+
+
+class Assembler:
+    """Holds the session's stable blocks and builds each request."""
+
+    def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192) -> None:
+        self.model = model
+        self.specs = sorted(specs, key=lambda s: s.name)
+        self.cwd = cwd
+        self.max_output_tokens = max_output_tokens
+        self.stable = [tool_block(self.specs), SYSTEM_PROMPT, instruction_block(cwd)]
+
+    def build(self, history: list[dict[str, Any]]) -> ModelRequest:
+        return ModelRequest(
+            model=self.model,
+            system=[*self.stable, volatile_block(self.cwd)],
+            tools=self.specs,
+            messages=normalize(history),
+            max_output_tokens=self.max_output_tokens,
+        )

@@ -1,0 +1,59 @@
+"""Rebuild a session's history from its rollout, so ``--resume`` continues where it stopped.
+
+The rollout keeps every line; a ``rewound`` marker cuts the rebuilt history back to before the
+turn it names, and the turn counter keeps counting from the highest turn seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .history import result_block, user_text
+
+
+@dataclass
+class Rebuilt:
+    history: list[dict[str, Any]] = field(default_factory=list)
+    last_turn: int = 0
+    turn_starts: dict[int, int] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+
+
+def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
+    out = Rebuilt()
+    pending_results: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if pending_results:
+            out.history.append({"role": "user", "content": list(pending_results)})
+            pending_results.clear()
+
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "session_started" and not out.meta:
+            out.meta = ev
+        elif kind == "turn_started":
+            flush()
+            turn = int(ev.get("turn", 0))
+            out.last_turn = max(out.last_turn, turn)
+            out.turn_starts[turn] = len(out.history)
+        elif kind == "user_message":
+            flush()
+            out.history.append(user_text(str(ev.get("text", ""))))
+        elif kind == "assistant_message":
+            flush()
+            out.history.append({"role": "assistant", "content": list(ev.get("content", []))})
+        elif kind == "tool_call_done":
+            res = ev.get("result", {})
+            status = res.get("status", "ok")
+            pending_results.append(result_block(str(ev.get("call_id")), str(res.get("visible", "")), status != "ok"))
+        elif kind == "rewound" and ev.get("what", "both") in ("conversation", "both"):
+            flush()
+            to = int(ev.get("to_turn", 0))
+            if to in out.turn_starts:
+                del out.history[out.turn_starts[to] :]
+                out.turn_starts = {t: i for t, i in out.turn_starts.items() if t < to}
+    flush()
+    return out

@@ -1,0 +1,73 @@
+"""The tool contract every built-in tool follows.
+
+A tool has a spec (name, description, JSON schema), a risk and a subject for the permission
+engine, says whether it may run in parallel with others, and ``call()`` returns its full output.
+Tools never crash the turn: the ToolCall actor turns an exception into an error result.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cox.protocol.interfaces import CancelToken
+from cox.protocol.types import Risk, ToolCall, ToolResult
+
+
+class ToolInputError(ValueError):
+    """The model sent input the tool cannot use; the message goes back to the model."""
+
+
+@dataclass
+class ToolEnv:
+    """What tools may use while they run. ``output`` streams progress (ToolCallOutput events)."""
+
+    roots: list[Path]
+    cwd: Path
+    cancel: CancelToken
+    output: Callable[[str], None] = lambda chunk: None
+    bash_timeout_s: float = 120.0
+    bash_max_timeout_s: float = 600.0
+    home: Path = field(default_factory=Path.home)
+    extra: dict[str, Any] = field(default_factory=dict)
+    processes: list[Any] = field(default_factory=list)
+    """Processes the call started and has not reaped yet; whoever ends the call early (a crash,
+    a kill) ends and reaps these, so no process outlives its call."""
+
+
+class BaseTool:
+    name: str = ""
+    description: str = ""
+    input_schema: dict[str, Any] = {}
+    parallel: bool = False
+    required: tuple[str, ...] = ()
+
+    def check(self, call_input: dict[str, Any]) -> None:
+        for key in self.required:
+            if key not in call_input:
+                raise ToolInputError(f"{self.name}: missing required field {key!r}")
+
+    def risk(self, call_input: dict[str, Any]) -> Risk:
+        return Risk.WRITE
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        return ""
+
+    def describe(self, call: ToolCall, env: ToolEnv) -> ToolCall:
+        """Fill the call's risk, subject (and segments for bash) for the permission engine."""
+        return call.model_copy(update={"risk": self.risk(call.input), "subject": self.subject(call.input, env)})
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        raise NotImplementedError(f"tool {self.name} has no call()")  # every concrete tool overrides
+
+
+def wait_cancelled(cancel: CancelToken, seconds: float) -> bool:
+    ev = threading.Event()
+    unregister = cancel.on_cancel(ev.set)
+    try:
+        return ev.wait(seconds) or cancel.cancelled
+    finally:
+        unregister()

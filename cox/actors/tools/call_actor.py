@@ -1,0 +1,84 @@
+"""The ToolCall actor: one per tool call.
+
+It runs the tool in its own thread, so a slow or stuck tool never blocks the session, turns any
+exception into an error result the model can read, archives a big output whole before capping
+what the model sees, and tells the session ``("tool_done", gen, call_id, result)`` exactly once.
+If the actor dies without that message, its supervisor's exit report reaches the session, which
+fills in an error result instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from cox.policy.paths import PathEscape
+from cox.protocol.types import ToolCall, ToolResult, ToolStatus
+from cox.supervisors import CoxActor
+
+from .base import BaseTool, ToolEnv, ToolInputError
+from .visible import cap, needs_cap
+
+ArchivePut = Callable[[bytes], str]
+
+
+class ToolCallActor(CoxActor):
+    def __init__(self, tool: BaseTool, call: ToolCall, env: ToolEnv, reply_to: pykka.ActorRef[Any], gen: int,
+                 archive_put: ArchivePut | None, limits: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.tool = tool
+        self.call = call
+        self.env = env
+        self.reply_to = reply_to
+        self.gen = gen
+        self.archive_put = archive_put
+        self.limits = limits or {}
+
+    def on_receive(self, message: Any) -> Any:
+        if message == "run":
+            started = time.monotonic()
+            result = self._run()
+            self.reply_to.tell(("tool_done", self.gen, self.call.id, result, (time.monotonic() - started) * 1000))
+            self.stop()
+        return None
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        from .bash import reap
+
+        reap(self.env.processes)
+        super().on_failure(exception_type, exception_value, traceback)
+
+    def on_stop(self) -> None:
+        from .bash import reap
+
+        reap(self.env.processes)
+
+    def _run(self) -> ToolResult:
+        try:
+            self.tool.check(self.call.input)
+            result = self.tool.call(self.call, self.env)
+        except (ToolInputError, PathEscape) as exc:
+            return ToolResult.error(str(exc))
+        except Exception as exc:  # a tool bug must not take the turn down
+            return ToolResult.error(f"{self.call.name} failed: {type(exc).__name__}: {exc}")
+        if self.env.cancel.cancelled and result.status is ToolStatus.OK:
+            return result
+        return self._cap(result)
+
+    def _cap(self, result: ToolResult) -> ToolResult:
+        max_bytes = self.limits.get("visible_max_bytes", 16384)
+        if self.archive_put is None or not needs_cap(result.visible, max_bytes):
+            return result
+        data = result.visible.encode("utf-8", "replace")
+        try:
+            archive_id = self.archive_put(data)
+        except Exception as exc:
+            # Losing the full output silently is worse than a big message: say so.
+            return result.model_copy(update={"visible": cap(result.visible, "unavailable", max_bytes=max_bytes)
+                                             + f"\n[archive failed: {exc}]"})
+        visible = cap(result.visible, archive_id, head=self.limits.get("output_head_lines", 40),
+                      tail=self.limits.get("output_tail_lines", 40), max_bytes=max_bytes)
+        return result.model_copy(update={"visible": visible, "archive_id": archive_id, "total_bytes": len(data)})

@@ -1,0 +1,117 @@
+"""First forms of the file tools: ``read`` and ``write``. Every path passes ``policy.paths.confine``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from cox.policy.paths import confine
+from cox.protocol.types import Risk, ToolCall, ToolResult
+
+from .base import BaseTool, ToolEnv, ToolInputError
+
+BINARY_SNIFF = 8192
+
+
+def resolve(call_input: dict[str, Any], env: ToolEnv, key: str = "path") -> Path:
+    raw = call_input.get(key)
+    if not isinstance(raw, str) or not raw:
+        raise ToolInputError(f"'{key}' must be a non-empty string")
+    return confine(raw, env.roots, cwd=env.cwd, home=env.home)
+
+
+def display(path: Path, env: ToolEnv) -> str:
+    try:
+        return str(path.relative_to(env.cwd))
+    except ValueError:
+        return str(path)
+
+
+class ReadTool(BaseTool):
+    name = "read"
+    description = (
+        "Read a text file in the workspace. Returns lines prefixed with their line numbers. "
+        "Use offset (1-based first line) and limit (number of lines) for big files."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "file path, relative to the workspace or absolute"},
+            "offset": {"type": "integer", "minimum": 1},
+            "limit": {"type": "integer", "minimum": 1},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+    parallel = True
+    required = ("path",)
+
+    def risk(self, call_input: dict[str, Any]) -> Risk:
+        return Risk.READ_ONLY
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        try:
+            return str(resolve(call_input, env))
+        except Exception:
+            return str(call_input.get("path", ""))
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        path = resolve(call.input, env)
+        if path.is_dir():
+            return ToolResult.error(f"{display(path, env)} is a folder, not a file")
+        if not path.exists():
+            return ToolResult.error(f"{display(path, env)} does not exist")
+        with open(path, "rb") as f:
+            data = f.read()
+        if b"\0" in data[:BINARY_SNIFF]:
+            return ToolResult.error(f"{display(path, env)} is a binary file ({len(data)} bytes); not shown as text")
+        text = data.decode("utf-8", errors="replace")
+        lines = text.splitlines()
+        offset = int(call.input.get("offset") or 1)
+        limit = int(call.input.get("limit") or 2000)
+        chosen = lines[offset - 1 : offset - 1 + limit]
+        width = len(str(offset + len(chosen)))
+        body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(chosen, start=offset))
+        if not lines:
+            body = "(empty file)"
+        elif offset - 1 + limit < len(lines):
+            body += f"\n… {len(lines) - (offset - 1 + limit)} more lines (use offset={offset + limit})"
+        return ToolResult(visible=body, meta={"lines": len(chosen), "total_lines": len(lines)})
+
+
+class WriteTool(BaseTool):
+    name = "write"
+    description = "Write a file in the workspace (creating parent folders), replacing it whole if it exists."
+    input_schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
+    parallel = False
+    required = ("path", "content")
+
+    def risk(self, call_input: dict[str, Any]) -> Risk:
+        return Risk.WRITE
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        try:
+            return str(resolve(call_input, env))
+        except Exception:
+            return str(call_input.get("path", ""))
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        path = resolve(call.input, env)
+        content = call.input.get("content")
+        if not isinstance(content, str):
+            raise ToolInputError("'content' must be a string")
+        data = content.encode("utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.cox-tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+        return ToolResult(visible=f"wrote {len(data)} bytes to {display(path, env)}", meta={"bytes": len(data)})

@@ -1,0 +1,18 @@
+"""The built-in tools by name, and their specs for the model (sorted by name, byte-stable)."""
+
+from __future__ import annotations
+
+from cox.protocol.model import ToolSpec
+
+from .base import BaseTool
+from .bash import BashTool
+from .files import ReadTool, WriteTool
+
+
+def builtin_tools() -> dict[str, BaseTool]:
+    tools: list[BaseTool] = [ReadTool(), WriteTool(), BashTool()]
+    return {t.name: t for t in tools}
+
+
+def specs(tools: dict[str, BaseTool]) -> list[ToolSpec]:
+    return [ToolSpec(t.name, t.description, t.input_schema) for t in sorted(tools.values(), key=lambda t: t.name)]

@@ -1,0 +1,405 @@
+"""Split a bash line into the simple commands the permission engine judges one by one.
+
+The line is parsed with tree-sitter-bash and every simple command in the tree is collected: those
+joined by ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines, and those nested in subshells, ``$(…)``,
+``<(…)``, loop and if bodies, case arms and function bodies. Each is analysed at word level by
+:mod:`cox.policy.shell` (wrappers stripped, ``eval``/``sh -c`` strings re-parsed here with the same
+walk). A line is *opaque* when the split cannot vouch for what it runs: ``$(…)`` or backticks,
+``<(…)``, eval, ``sh -c``, an output redirect to a path (``2>&1`` and ``/dev/null`` are fine),
+a parse error, an opaque wrapper or an assignment. No prefix rule or grant allows an opaque line.
+
+Nothing here raises on any input: whatever goes wrong makes the line opaque instead.
+The parser is built on first use (importing this module does not import tree-sitter), one per
+thread, since a tree-sitter parser must not be shared by two threads parsing at once.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple
+
+from cox.protocol.types import Risk
+
+from .shell import Word, analyse, max_risk, plain_words, split_assignments, tails
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+__all__ = ["Classification", "Command", "Split", "canonical", "classify", "split"]
+
+MAX_DEPTH = 6  # eval inside sh -c inside eval …: deeper than this is opaque, not parsed
+_SAFE_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_OUTPUT_OPS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&"})
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_DYNAMIC = frozenset({"simple_expansion", "expansion", "command_substitution",
+                      "process_substitution", "arithmetic_expansion"})
+# Node types that cannot hold a command: the walk does not descend into them.
+_LEAVES = frozenset({"word", "number", "raw_string", "ansi_c_string", "variable_name", "file_descriptor",
+                     "special_variable_name", "test_operator", "heredoc_start", "heredoc_end", "regex",
+                     "extglob_pattern", "comment"})
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
+                       "in", "case", "esac", "!", "{", "}", "function", "select", "coproc"})
+_CRUDE_SPLIT = re.compile(r"\|\||&&|[;&|\n()`{}]|\$\(|<\(|>\(")
+_QUOTES = re.compile(r"[\"'\\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One simple command of a line.
+
+    ``text`` is what allow rules and grants match (canonical, wrappers stripped); ``forms`` is
+    every string deny and ask rules match; ``opaque`` says why no allow rule may cover it."""
+
+    text: str
+    forms: tuple[str, ...]
+    risk: Risk
+    opaque: str | None = None
+    written: str = ""
+
+    @property
+    def read_only(self) -> bool:
+        return self.risk is Risk.READ_ONLY and self.opaque is None
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A line split into its commands. ``reasons`` says why the line is opaque (empty: it is
+    not); ``extra_forms`` are pieces a parse error left, which only deny and ask rules see."""
+
+    line: str
+    commands: tuple[Command, ...]
+    reasons: tuple[str, ...]
+    extra_forms: tuple[str, ...]
+    risk: Risk
+
+    @property
+    def opaque(self) -> bool:
+        return bool(self.reasons)
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        return tuple(c.text for c in self.commands)
+
+
+class Classification(NamedTuple):
+    """What a bash tool call carries to the engine: ``risk, segments, opaque = classify(line)``."""
+
+    risk: Risk
+    segments: tuple[str, ...]
+    opaque: bool
+
+
+_local = threading.local()
+
+
+def _parser() -> Parser:
+    parser: Parser | None = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        parser = Parser(Language(tree_sitter_bash.language()))
+        _local.parser = parser
+    return parser
+
+
+def classify(line: str) -> Classification:
+    """Risk, segments and opacity of a bash line (ReadOnly only when every command is)."""
+    s = split(line)
+    return Classification(s.risk, s.segments, s.opaque)
+
+
+@lru_cache(maxsize=4096)
+def split(line: str) -> Split:
+    """The commands of ``line``. Never raises: an internal failure makes the line opaque."""
+    try:
+        return _split(line, 0)
+    except Exception as exc:  # the parse must never take a turn down; opaque is the safe answer
+        pieces = _crude_forms(line)
+        return Split(line, (), (f"could not be analysed ({type(exc).__name__})",), pieces, Risk.EXEC)
+
+
+@lru_cache(maxsize=1024)
+def canonical(text: str, *, stripped: bool = False) -> str:
+    """The canonical form of one command, the way rules and grants compare it.
+
+    ``stripped`` gives the form with wrappers and locale assignments removed (what a grant records
+    and allow rules match); otherwise the command as written (what a rule's prefix means). Text
+    that is not exactly one simple command is returned stripped of outer spaces: it can only be
+    matched as a whole line."""
+    s = split(text)
+    if len(s.commands) != 1 or s.extra_forms or "it could not be parsed" in s.reasons:
+        return text.strip()
+    c = s.commands[0]
+    return c.text if stripped else c.written
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+class _Walk:
+    """One pass over a parse tree, collecting commands and the reasons the line is opaque."""
+
+    def __init__(self, src: bytes, depth: int, back: dict[int, str] | None = None) -> None:
+        self.src = src
+        self.depth = depth
+        self.back = back
+        self.commands: list[Command] = []
+        self.reasons: list[str] = []
+        self.extra: list[str] = []
+        self.risk = Risk.READ_ONLY
+        self.pending: dict[int, tuple[list[str], list[Word]]] = {}
+
+    def text(self, node: Node) -> str:
+        return self.slice(node.start_byte, node.end_byte)
+
+    def slice(self, start: int, end: int) -> str:
+        text = self.src[start:end].decode("utf-8", "surrogatepass")
+        return text.translate(self.back) if self.back else text
+
+    def reason(self, why: str) -> None:
+        if why not in self.reasons:
+            self.reasons.append(why)
+
+    def run(self, root: Node) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            t = node.type
+            if t == "command":
+                self.command(node, stack)
+                continue
+            if t == "comment":
+                continue
+            if t == "redirected_statement":
+                self.redirected(node)
+            elif t in ("variable_assignment", "variable_assignments"):
+                self.assignment(node, stack)
+                continue
+            elif t in ("declaration_command", "unset_command"):
+                self.declaration(node, stack)
+                continue
+            elif t == "command_substitution":
+                self.reason("it has $(…) or backticks")
+            elif t == "process_substitution":
+                self.reason("it has <(…) or >(…)")
+            elif t in _REDIRECTS:
+                written = self.redirect(node)[2]
+                if written is not None:
+                    self.reason(f"it writes output to {written}")
+            elif t in ("test_command", "arithmetic_expansion") or (
+                    t == "compound_statement" and node.child_count and node.children[0].type == "(("):
+                body = self.text(node)
+                if "$(" in body or "`" in body:  # [[ 1 -eq 'a[$(cmd)]' ]] runs cmd
+                    self.reason("it evaluates a string that holds a command substitution")
+            stack.extend(reversed(node.named_children))
+
+    # commands and what hangs on them
+
+    def add(self, words: list[Word], assignments: list[str], redirects: list[str]) -> None:
+        a = analyse(words, assignments, redirects)
+        forms = list(dict.fromkeys(a.forms))
+        risk = a.risk
+        for script in a.scripts:
+            inner = self.nested(script)
+            for c in inner.commands:
+                forms.extend(f for f in c.forms if f not in forms)
+            forms.extend(f for f in inner.extra_forms if f not in forms)
+            risk = max_risk(risk, inner.risk)
+        if a.opaque:
+            self.reason(a.opaque)
+        self.risk = max_risk(self.risk, risk)
+        self.commands.append(Command(a.text, tuple(forms), risk, a.opaque, a.written))
+
+    def nested(self, script: str) -> Split:
+        if self.depth >= MAX_DEPTH:
+            return Split(script, (), ("it nests scripts too deeply",), _crude_forms(script), Risk.EXEC)
+        return _split(script, self.depth + 1)
+
+    def command(self, node: Node, stack: list[Node]) -> None:
+        words: list[Word] = []
+        assignments: list[str] = []
+        redirects, extra = self.pending.pop(node.id, ([], []))
+        redirects = list(redirects)
+        for child in node.named_children:
+            t = child.type
+            if t == "variable_assignment" and not words:
+                assignments.append(self.text(child))
+                value = child.child_by_field_name("value")
+                if value is not None and value.type not in _LEAVES:
+                    stack.append(value)
+                continue
+            if t == "command_name":
+                if not child.named_child_count:
+                    continue
+                child = child.named_children[0]
+                t = child.type
+                words.append(self.word(child))
+            elif t in _REDIRECTS:
+                kept, more, _ = self.redirect(child)
+                if kept:
+                    redirects.append(kept)
+                words.extend(more)
+            elif t not in ("comment", "ERROR"):
+                words.append(self.word(child))
+            if t not in _LEAVES:  # look inside for $(…), <(…) and what they run
+                stack.append(child)
+        self.add(words + extra, assignments, redirects)
+
+    def redirected(self, node: Node) -> None:
+        body = node.child_by_field_name("body")
+        kept: list[str] = []
+        extra: list[Word] = []
+        for child in node.named_children:
+            if child.type in _REDIRECTS:
+                text, more, _ = self.redirect(child)
+                if text:
+                    kept.append(text)
+                extra.extend(more)
+        if body is not None and body.type == "command":
+            self.pending[body.id] = (kept, extra)
+
+    def redirect(self, node: Node) -> tuple[str | None, list[Word], str | None]:
+        """``(text to keep in the command, stray words, path written to)`` of one redirect.
+        The grammar hangs words after ``> out`` on the redirect (``echo > out hi``); they are
+        the command's arguments. fd duplications and /dev/null are dropped from the text."""
+        if node.type != "file_redirect":
+            return self.text(node), [], None
+        op = ""
+        for child in node.children:
+            if not child.is_named:
+                op = child.type
+                break
+        dests = node.children_by_field_name("destination")
+        more = [self.word(d) for d in dests[1:]]
+        dest = self.text(dests[0]) if dests else ""
+        if op in (">&-", "<&-") or (op in (">&", "<&") and (dest.isdigit() or dest == "-" or not dests)):
+            return None, more, None
+        kept = self.slice(node.start_byte, dests[0].end_byte) if dests else self.text(node)
+        if op in _OUTPUT_OPS:
+            if dest in _SAFE_SINKS:
+                return None, more, None
+            return kept, more, dest or "a file"
+        return kept, more, None
+
+    def assignment(self, node: Node, stack: list[Node]) -> None:
+        parts = [node] if node.type == "variable_assignment" else list(node.named_children)
+        self.add([], [self.text(p) for p in parts], [])
+        for p in parts:
+            value = p.child_by_field_name("value")
+            if value is not None:
+                stack.append(value)
+
+    def declaration(self, node: Node, stack: list[Node]) -> None:
+        text = self.text(node)
+        keyword = node.children[0].type if node.child_count else "export"
+        flat = " ".join(text.split())
+        self.commands.append(Command(flat, (flat,), Risk.EXEC, f"`{keyword}` changes what later commands run",
+                                     flat))
+        self.reason(f"`{keyword}` changes what later commands run")
+        self.risk = max_risk(self.risk, Risk.EXEC)
+        for child in node.named_children:
+            value = child.child_by_field_name("value") if child.type == "variable_assignment" else child
+            if value is not None:
+                stack.append(value)
+
+    # words
+
+    def word(self, node: Node) -> Word:
+        t = node.type
+        raw = self.text(node)
+        if t == "word":
+            return Word(_unescape(raw), raw)
+        if t == "number":
+            return Word(raw, raw)
+        if t == "raw_string":
+            return Word(raw[1:-1], raw)
+        if t in ("string", "translated_string"):
+            dynamic = any(c.type in _DYNAMIC for c in node.named_children)
+            inner = raw[1:-1] if t == "string" else raw[2:-1]
+            return Word(_unescape_dq(inner), raw, dynamic)
+        if t == "ansi_c_string":
+            return Word(_ansi_c(raw[2:-1]), raw)
+        if t == "concatenation":
+            parts = [self.word(c) for c in node.named_children]
+            return Word("".join(p.value for p in parts), raw, any(p.dynamic for p in parts))
+        return Word(raw, raw, t in _DYNAMIC or "$" in raw or "`" in raw)
+
+
+# tree-sitter-bash 0.25.1 can crash the process (SIGSEGV) on "{" followed by a character outside
+# the BMP, a 4-byte UTF-8 sequence (tree-sitter/tree-sitter-bash#337, open upstream). Such
+# characters (and lone surrogates) are swapped for private-use BMP characters the line does not
+# use before parsing, and swapped back in every text taken from the tree. Both are plain word
+# characters to the grammar, so the split is the same.
+_ODD = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+
+
+def _parseable(line: str) -> tuple[str, dict[int, str] | None]:
+    if line.isascii():
+        return line, None
+    odd = sorted(set(_ODD.findall(line)))
+    if not odd:
+        return line, None
+    free = [chr(c) for c in range(0xE000, 0xF900) if chr(c) not in line][:len(odd)]
+    if len(free) < len(odd):
+        raise ValueError("too many distinct characters outside the BMP")
+    return line.translate({ord(o): f for o, f in zip(odd, free, strict=True)}), \
+        {ord(f): o for o, f in zip(odd, free, strict=True)}
+
+
+def _split(line: str, depth: int) -> Split:
+    safe, back = _parseable(line)
+    src = safe.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(src)
+    walk = _Walk(src, depth, back)
+    root = tree.root_node
+    walk.run(root)
+    extra: list[str] = []
+    if root.has_error:
+        walk.reason("it could not be parsed")
+        extra = [f for f in _crude_forms(line) if all(f not in c.forms for c in walk.commands)]
+    if walk.reasons:
+        walk.risk = max_risk(walk.risk, Risk.EXEC)
+    return Split(line, tuple(walk.commands), tuple(walk.reasons), tuple(extra), walk.risk)
+
+
+def _crude_forms(line: str) -> tuple[str, ...]:
+    """Forms for deny and ask rules from text the parser could not vouch for: split on every
+    operator character, drop quotes, keywords, assignments and wrappers, and keep what is left
+    and every tail of it (which word starts a command is unknown when quotes do not pair up)."""
+    out: dict[str, None] = {}
+    for piece in _CRUDE_SPLIT.split(line[:20000]):
+        tokens = _QUOTES.sub("", piece).split()
+        while tokens and tokens[0] in _KEYWORDS:
+            tokens.pop(0)
+        assignments, rest = split_assignments(tokens)
+        if not rest and not assignments:
+            continue
+        a = analyse(plain_words(rest), assignments)
+        out.update(dict.fromkeys(a.forms))
+        out.update(dict.fromkeys(tails(rest)))
+    return tuple(out)
+
+
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_DQ_ESCAPE = re.compile(r"\\([\\\"$`\n])")
+
+
+def _unescape(raw: str) -> str:
+    return _ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), raw) if "\\" in raw else raw
+
+
+def _unescape_dq(inner: str) -> str:
+    return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), inner) if "\\" in inner else inner
+
+
+def _ansi_c(inner: str) -> str:
+    if "\\" not in inner:
+        return inner
+    try:
+        return inner.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except (UnicodeDecodeError, ValueError):
+        return inner

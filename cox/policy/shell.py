@@ -1,0 +1,362 @@
+"""One simple command seen as words: strip the wrappers, find what runs inside, rate it.
+
+This is the word-level half of :mod:`cox.policy.bash` (which owns the tree-sitter parse). It is
+kept apart so it can also read the pieces a parse error leaves and the commands an opaque wrapper
+hides, neither of which has a tree.
+
+Vocabulary:
+
+- the *text* of a command is its canonical form: wrappers Claude Code strips (``nohup``,
+  ``timeout 5`` …) and leading locale assignments dropped, each word unquoted and re-quoted the
+  one way :func:`shlex.quote` does. Allow rules and session grants are matched against it, so
+  ``git  "status"`` and ``git status`` are the same command, and ``LC_ALL=C ls`` is ``ls``.
+- the *forms* of a command are every string a deny or ask rule is matched against: the text, the
+  command as written (wrappers, assignments), the command with its path stripped (``/bin/rm``),
+  and for an opaque wrapper every tail of its words (``sudo -u x rm -rf y`` → ``rm -rf y``).
+  More forms can only make a deny or ask apply more often, never an allow.
+- a command is *opaque* when an allow rule cannot vouch for what it runs: a wrapper not on the
+  strip list (``env``, ``sudo``, ``watch``, ``find -exec``, ``xargs -0`` …), ``eval``,
+  ``sh -c``, a command name computed at run time, or an assignment that changes what runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from cox.protocol.types import Risk
+
+from .readonly import rate
+
+__all__ = ["Analysis", "Word", "analyse", "canon", "max_risk", "plain_words", "tails"]
+
+# Variables that cannot change what a command resolves to or does (the spec's LC_ALL, LANG, TZ,
+# NO_COLOR, plus the other locale categories): a leading assignment of them is as if absent.
+LOCALE_VARS = frozenset({"LC_ALL", "LANG", "LANGUAGE", "TZ", "NO_COLOR", "LC_CTYPE", "LC_COLLATE",
+                         "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_MONETARY"})
+
+# Wrappers that run another command and are not stripped: the wrapped command stays visible to
+# deny and ask rules (as a form), but no allow rule or grant covers the line.
+OPAQUE_WRAPPERS = frozenset({
+    "env", "sudo", "doas", "su", "runuser", "pkexec", "watch", "setsid", "flock", "nsenter",
+    "unshare", "chroot", "ionice", "chrt", "taskset", "strace", "ltrace", "valgrind", "gdb",
+    "parallel", "script", "systemd-run", "firejail", "bwrap", "busybox", "exec", "unbuffer",
+    "torsocks", "proxychains", "proxychains4", "fakeroot", "faketime", "ssh", "catchsegv",
+    "numactl", "cgexec", "sg", "chpst", "setpriv", "prlimit", "eatmydata", "caffeinate",
+})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+# Bounds on the forms an opaque wrapper adds (its line is opaque, so a command hidden past them
+# is still asked about, never allowed): how many tails, and how much of each a rule may see.
+MAX_TAILS = 256
+TAIL_CHARS = 512
+_RISK_ORDER = {Risk.READ_ONLY: 0, Risk.WRITE: 1, Risk.EXEC: 2, Risk.DESTRUCTIVE: 3}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
+_NICE_NUMBER = re.compile(r"-[-+]?\d+")
+_GLOB_NAME = re.compile(r"[*?]|\[.*\]|\{.*[,.].*\}")
+
+
+def max_risk(a: Risk, b: Risk) -> Risk:
+    return a if _RISK_ORDER[a] >= _RISK_ORDER[b] else b
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One shell word: ``value`` after quote removal, ``raw`` as written, and whether it holds an
+    expansion whose value only the running shell knows (``$x``, ``$(…)``)."""
+
+    value: str
+    raw: str
+    dynamic: bool = False
+
+
+@dataclass(slots=True)
+class Analysis:
+    text: str  # canonical, wrappers and locale assignments stripped: what allow rules match
+    written: str  # canonical as written (assignments, wrappers, redirects): what a rule means
+    forms: list[str]  # every string a deny or ask rule is matched against
+    risk: Risk
+    opaque: str | None = None
+    scripts: list[str] = field(default_factory=list)  # strings eval / sh -c / trap would run
+
+
+def plain_words(tokens: Sequence[str]) -> list[Word]:
+    """Words from text that has no tree (a parse error's pieces, a rule): values as written."""
+    return [Word(t, t, "$" in t or "`" in t) for t in tokens]
+
+
+def _quote(w: Word) -> str:
+    # A word written without quotes or escapes is its own canonical form (``~``, ``*.py`` keep
+    # their meaning); a quoted one is re-quoted the one way shlex does, so ``"a b"`` is ``'a b'``.
+    return w.raw if w.dynamic or w.raw == w.value else shlex.quote(w.value)
+
+
+def _parts(words: Sequence[Word]) -> list[str]:
+    """Each word in canonical form. A first word that only looks like an assignment
+    (``"FOO=1" cmd`` runs a program named ``FOO=1``) is quoted, so it never reads the same as a
+    real assignment."""
+    parts = [_quote(w) for w in words]
+    if parts and not words[0].dynamic and parts[0] == words[0].value and _ASSIGNMENT.match(parts[0]):
+        parts[0] = "'" + parts[0] + "'"
+    return parts
+
+
+def canon(words: Sequence[Word], extra: Sequence[str] = ()) -> str:
+    """The canonical text of ``words`` followed by ``extra`` strings (redirects) as written."""
+    return " ".join([*_parts(words), *extra])
+
+
+# --- wrappers Claude Code strips -------------------------------------------------------------
+# Each returns the index of the wrapped command, -1 when the options are not understood (the
+# wrapper then stays and the command is opaque), or ``i`` when this use is not a wrapper at all.
+
+Skip = Callable[[Sequence[Word], int], int]
+
+
+def _skip_plain(ws: Sequence[Word], i: int) -> int:
+    i += 1
+    return i + 1 if i < len(ws) and ws[i].value == "--" else i
+
+
+def _skip_timeout(ws: Sequence[Word], i: int) -> int:
+    i += 1
+    while i < len(ws):
+        v = ws[i].value
+        if v in ("--preserve-status", "--foreground", "-v", "--verbose", "--"):
+            i += 1
+        elif v in ("-s", "-k", "--signal", "--kill-after"):
+            i += 2
+        elif v.startswith(("--signal=", "--kill-after=", "-s", "-k")):
+            i += 1
+        else:
+            break
+    return i + 1 if i < len(ws) and _DURATION.fullmatch(ws[i].value) else -1
+
+
+def _skip_nice(ws: Sequence[Word], i: int) -> int:
+    i += 1
+    while i < len(ws):
+        v = ws[i].value
+        if v in ("-n", "--adjustment"):
+            i += 2
+        elif v.startswith(("--adjustment=", "-n")) or _NICE_NUMBER.fullmatch(v) or v == "--":
+            i += 1
+        elif v.startswith("-"):
+            return -1
+        else:
+            break
+    return i
+
+
+def _skip_stdbuf(ws: Sequence[Word], i: int) -> int:
+    i += 1
+    while i < len(ws):
+        v = ws[i].value
+        if v in ("-i", "-o", "-e", "--input", "--output", "--error"):
+            i += 2
+        elif v.startswith(("-i", "-o", "-e", "--input=", "--output=", "--error=")) or v == "--":
+            i += 1
+        elif v.startswith("-"):
+            return -1
+        else:
+            break
+    return i
+
+
+def _skip_time(ws: Sequence[Word], i: int) -> int:
+    i += 1
+    while i < len(ws) and ws[i].value in ("-p", "--"):
+        i += 1
+    return -1 if i < len(ws) and ws[i].value.startswith("-") else i
+
+
+def _skip_command(ws: Sequence[Word], i: int) -> int:
+    j = i + 1
+    while j < len(ws) and ws[j].value in ("-p", "--"):
+        j += 1
+    if j < len(ws) and ws[j].value.startswith("-"):
+        return i  # ``command -v git``: a lookup, not a wrapper
+    return j
+
+
+def _skip_xargs(ws: Sequence[Word], i: int) -> int:
+    # only bare xargs is stripped; with options it is an opaque wrapper
+    return i + 1 if i + 1 < len(ws) and not ws[i + 1].value.startswith("-") else i
+
+
+_STRIPPED: dict[str, Skip] = {
+    "nohup": _skip_plain, "builtin": _skip_plain, "noglob": _skip_plain, "timeout": _skip_timeout,
+    "nice": _skip_nice, "stdbuf": _skip_stdbuf, "time": _skip_time, "command": _skip_command,
+    "xargs": _skip_xargs,
+}
+
+
+def _strip(ws: Sequence[Word]) -> tuple[int, str | None]:
+    """Index of the command under the stripped wrappers, and why it is opaque if a wrapper's
+    options were not understood."""
+    i = 0
+    while i < len(ws):
+        w = ws[i]
+        skip = None if w.dynamic else _STRIPPED.get(w.value)
+        if skip is None:
+            break
+        j = skip(ws, i)
+        if j < 0:
+            return i, f"`{w.value}` with these options runs another command"
+        if j == i or j >= len(ws):
+            break  # not a wrapper here, or nothing wrapped: the wrapper is the command
+        i = j
+    return i, None
+
+
+def _dash_c(ws: Sequence[Word]) -> str | None:
+    """The script of ``sh -c SCRIPT`` / ``bash -lc SCRIPT``; None when there is no ``-c``."""
+    i, has_c = 1, False
+    while i < len(ws):
+        a = ws[i].value
+        if a in ("-o", "+o", "-O", "+O"):
+            i += 2
+        elif a == "--":
+            i += 1
+            break
+        elif a.startswith("--"):
+            i += 1
+        elif len(a) > 1 and a[0] in "-+":
+            has_c = has_c or "c" in a[1:]
+            i += 1
+        else:
+            break
+    if not has_c:
+        return None
+    return ws[i].value if i < len(ws) else ""
+
+
+def _runs_string(ws: Sequence[Word]) -> tuple[str, str] | None:
+    """``(reason, script)`` when ``ws`` runs a string as shell code: eval, sh -c, trap."""
+    name = ws[0].value
+    if name == "eval":
+        return "`eval` runs a string as a script", " ".join(w.value for w in ws[1:])
+    if name == "trap":
+        return "`trap` runs a string as a script", ws[1].value if len(ws) > 1 else ""
+    if name in SHELLS:
+        script = _dash_c(ws)
+        if script is not None:
+            return f"`{name} -c` runs a string as a script", script
+    return None
+
+
+def _wrapper_reason(ws: Sequence[Word]) -> str | None:
+    name = ws[0]
+    if name.dynamic or (name.raw not in ("[", "[[") and _GLOB_NAME.search(name.raw)):
+        return "the command name is only known when it runs"
+    v = name.value
+    if v in OPAQUE_WRAPPERS and len(ws) > 1:
+        return f"`{v}` runs another command"
+    if v == "xargs" and len(ws) > 1:
+        return "`xargs` with options runs another command"
+    if v == "find" and any(w.value in _FIND_EXEC for w in ws):
+        return "`find -exec` runs another command"
+    return None
+
+
+def _find_execs(ws: Sequence[Word]) -> list[list[Word]]:
+    """The commands of ``find … -exec CMD … ;`` (or ``+``)."""
+    out: list[list[Word]] = []
+    i = 0
+    while i < len(ws):
+        if ws[i].value in _FIND_EXEC:
+            j = i + 1
+            while j < len(ws) and ws[j].value not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                out.append(list(ws[i + 1:j]))
+            i = j
+        i += 1
+    return out
+
+
+def _tails(ws: Sequence[Word], out: Analysis) -> None:
+    """Add every tail of an opaque wrapper's words as a form (deny and ask rules see the wrapped
+    command whatever options came before it), the scripts a tail would run, and its risk."""
+    if ws[0].value == "find":
+        for cmd in _find_execs(ws):
+            out.forms.append(canon(cmd))
+            nested = _runs_string(cmd)
+            if nested is not None:
+                out.scripts.append(nested[1])
+    parts = [_quote(w) for w in ws[:MAX_TAILS]]
+    text = " ".join(parts)
+    pos = len(parts[0]) + 1
+    for k in range(1, len(parts)):
+        v = ws[k].value
+        if not v.startswith("-"):
+            out.forms.append(text[pos:pos + TAIL_CHARS])
+            if "/" in v:
+                out.forms.append(shlex.quote(v.rsplit("/", 1)[1]) + text[pos + len(parts[k]):])
+            nested = _runs_string(ws[k:])
+            if nested is not None:
+                out.scripts.append(nested[1])
+            out.risk = max_risk(out.risk, rate([w.value for w in ws[k:k + 16]]))
+        pos += len(parts[k]) + 1
+
+
+def tails(tokens: Sequence[str]) -> list[str]:
+    """Every tail of ``tokens`` that starts at a word not an option, bounded as for wrappers."""
+    text = " ".join(tokens[:MAX_TAILS])
+    out, pos = [], 0
+    for t in tokens[:MAX_TAILS]:
+        if pos and not t.startswith("-"):
+            out.append(text[pos:pos + TAIL_CHARS])
+        pos += len(t) + 1
+    return out
+
+
+def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: Sequence[str] = ()) -> Analysis:
+    """Analyse one simple command: ``words`` as parsed, the raw ``NAME=value`` assignments before
+    it and the redirects (as written) that stay part of what it does."""
+    unsafe = [a for a in assignments if a.split("=", 1)[0].split("[", 1)[0].rstrip("+") not in LOCALE_VARS]
+    if not words:
+        as_written = " ".join([*assignments, *redirects])
+        return Analysis(as_written, as_written, [as_written], Risk.EXEC,
+                        "assigning a variable changes what later commands run")
+    start, why = _strip(words)
+    cmd = words[start:]
+    all_parts = _parts(words)
+    parts = all_parts[start:] if start else all_parts
+    bare = " ".join(parts)
+    text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
+    as_written = " ".join([*assignments, *all_parts, *redirects]) if assignments or start else text
+    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why)
+    if as_written != text:
+        out.forms.append(as_written)
+    if bare != text:
+        out.forms.append(bare)
+    if "/" in cmd[0].value and not cmd[0].dynamic:  # /bin/rm is rm to a deny rule
+        out.forms.append(shlex.quote(cmd[0].value.rsplit("/", 1)[1]) + bare[len(parts[0]):])
+    nested = _runs_string(cmd)
+    if why is not None:
+        _tails(cmd, out)
+    elif nested is not None:
+        out.opaque = nested[0]
+        out.scripts.append(nested[1])
+    else:
+        out.opaque = _wrapper_reason(cmd)
+        if out.opaque is not None:
+            _tails(cmd, out)
+    if unsafe and out.opaque is None:
+        names = ", ".join(a.split("=", 1)[0] for a in unsafe)
+        out.opaque = f"the assignment of {names} changes what the command runs"
+    if out.opaque is not None:
+        out.risk = max_risk(out.risk, Risk.EXEC)
+    return out
+
+
+def split_assignments(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Leading ``NAME=value`` tokens and the rest (for text without a tree)."""
+    i = 0
+    while i < len(tokens) and _ASSIGNMENT.match(tokens[i]):
+        i += 1
+    return list(tokens[:i]), list(tokens[i:])

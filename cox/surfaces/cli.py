@@ -1,0 +1,106 @@
+"""The ``cox`` command. Sub-commands import what they need when they run, so ``cox run -p``
+does not pay for the TUI, tree-sitter, MCP or a provider SDK it does not use."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cox", description="cox: a coding agent for the terminal, scripts and editors")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="run one session headless (for scripts)")
+    run.add_argument("-p", "--prompt", dest="prompt", help="the prompt; '-' reads it from stdin")
+    run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
+    run.add_argument("--input-format", choices=["text", "stream-json"], default="text",
+                     help="stream-json: Submissions as JSON lines on stdin (answer approvals, interrupt)")
+    run.add_argument("--approve", choices=["never", "on-request"], default=None,
+                     help="never (default): a call the policy would ask about is denied")
+    run.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
+    run.add_argument("--model")
+    run.add_argument("--max-turns", type=int)
+    run.add_argument("--cwd")
+    run.add_argument("--resume", metavar="ID", help="continue a stored session")
+    run.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
+    run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
+    run.add_argument("--verbose", action="store_true", help="log to stderr too")
+
+    demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")
+    demo.add_argument("--json", action="store_true", help="print stream-json events instead of a transcript")
+
+    sessions = sub.add_parser("sessions", help="list and search stored sessions")
+    sessions.add_argument("--grep", metavar="TEXT")
+    sessions.add_argument("--limit", type=int, default=30)
+    sessions.add_argument("--json", action="store_true")
+
+    expand = sub.add_parser("expand", help="print an archived tool output")
+    expand.add_argument("id")
+    expand.add_argument("--lines", metavar="A-B")
+
+    for module in ("config_cli", "policy_cli"):
+        try:
+            mod = __import__(f"cox.surfaces.{module}", fromlist=["add_parser"])
+        except ImportError:
+            continue
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.version:
+        from cox import __version__
+
+        print(f"cox {__version__}")
+        return 0
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        return 4
+    except BrokenPipeError:
+        return 1
+
+
+def _dispatch(args: Any) -> int:
+    cmd = args.command
+    if cmd == "run":
+        from .commands import cmd_run
+
+        return cmd_run(args)
+    if cmd == "demo":
+        from .demo.run import cmd_demo
+
+        return cmd_demo(args)
+    if cmd == "sessions":
+        from .commands import cmd_sessions
+
+        return cmd_sessions(args)
+    if cmd == "expand":
+        from .commands import cmd_expand
+
+        return cmd_expand(args)
+    if cmd == "config":
+        from .config_cli import run as config_run
+
+        return int(config_run(args))
+    if cmd == "policy":
+        from .policy_cli import run as policy_run
+
+        return int(policy_run(args))
+    _parser().print_help()
+    print("\nThe terminal UI arrives in a later build; try `cox demo` or `cox run -p TEXT`.", file=sys.stderr)
+    return 0
+
+
+def cwd_of(args: Any) -> Path:
+    return Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

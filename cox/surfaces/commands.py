@@ -1,0 +1,201 @@
+"""The sub-commands that open sessions or read the store: ``run``, ``sessions``, ``expand``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cox.actors.store.layout import Layout, cox_home
+
+
+def fail(message: str, code: int = 1) -> int:
+    print(f"cox: {message}", file=sys.stderr)
+    return code
+
+
+def _load_config(cwd: Path, home: Path, flags: dict[str, Any]) -> Any:
+    from cox.config import load_config
+
+    config = load_config(cwd, cox_home=home, flags=flags)
+    for w in config.warnings:
+        print(f"cox: warning: {w}", file=sys.stderr)
+    return config
+
+
+def cmd_run(args: Any) -> int:
+    from cox.config import ConfigError
+
+    from . import headless, logs
+    from .wiring import SetupError, build_engine, choose_provider, settings_from
+
+    cwd = Path(args.cwd or os.getcwd()).resolve()
+    if not cwd.is_dir():
+        return fail(f"--cwd {cwd} is not a folder")
+    home = cox_home()
+    layout = Layout(home)
+    logs.setup(layout.logs, verbose=args.verbose)
+    flags: dict[str, Any] = {}
+    if args.model:
+        flags["core.model"] = args.model
+    if args.permission_mode:
+        flags["permissions.mode"] = args.permission_mode
+    if args.max_turns:
+        flags["core.max_turns"] = args.max_turns
+    try:
+        config = _load_config(cwd, home, flags)
+    except ConfigError as exc:
+        return fail(f"config error: {exc}", 2)
+    prompt = args.prompt
+    if prompt == "-":
+        if args.input_format == "stream-json":
+            return fail("-p - reads the prompt from stdin, which --input-format stream-json also needs; pick one", 2)
+        prompt = sys.stdin.read()
+    if prompt is None and args.input_format != "stream-json":
+        return fail("nothing to do: pass -p TEXT (or -p - for stdin, or --input-format stream-json)", 2)
+    try:
+        provider = choose_provider(config, args.script)
+        engine = build_engine(config, cwd, Path.home())
+    except SetupError as exc:
+        return fail(str(exc))
+    except ValueError as exc:  # a malformed permission rule names itself and its file
+        return fail(f"config error: {exc}", 2)
+    resumed = None
+    session_id = None
+    if args.resume or args.continue_:
+        from cox.actors.session.resume import rebuild
+        from cox.actors.store.rollout import read_rollout
+
+        session_id = args.resume or _latest_session(layout, cwd)
+        if session_id is None:
+            return fail(f"no stored session for {cwd}; `cox sessions` lists them")
+        path = layout.rollout(session_id)
+        if not path.is_file():
+            return fail(f"no session {session_id}; `cox sessions` lists them")
+        read = read_rollout(path)
+        resumed = rebuild(read.events)
+        resumed.notices = read.notices
+    settings = settings_from(config, cwd, session_id=session_id,
+                             model=args.model or (getattr(provider, "model", None) if args.script else None),
+                             approval_policy=args.approve or "never", home=Path.home())
+    from .runtime import App
+
+    app = App(home)
+    try:
+        handle = app.open_session(settings, provider, _tools(), engine, resumed)
+        return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
+                            verbose=args.verbose)
+    finally:
+        app.close()
+
+
+def _tools() -> dict[str, Any]:
+    from cox.actors.tools.registry import builtin_tools
+
+    return builtin_tools()
+
+
+def _latest_session(layout: Layout, cwd: Path) -> str | None:
+    from cox.actors.store import db
+
+    if not layout.db.exists():
+        return None
+    conn = db.connect(layout.db)
+    try:
+        for row in db.list_sessions(conn, limit=1000):
+            if row["cwd"] == str(cwd):
+                return str(row["id"])
+    finally:
+        conn.close()
+    return None
+
+
+def cmd_sessions(args: Any) -> int:
+    from cox.actors.store import db
+    from cox.policy.redact import scrub
+    from cox.policy.sanitize import sanitize
+
+    layout = Layout(cox_home())
+    if not layout.db.exists():
+        print("no sessions yet")
+        return 0
+    conn = db.connect(layout.db)
+    try:
+        rows = db.list_sessions(conn, limit=args.limit if not args.grep else 100_000)
+    finally:
+        conn.close()
+    shown = 0
+    for row in rows:
+        hits: list[str] = []
+        if args.grep:
+            hits = _grep_rollout(layout.rollout(row["id"]), args.grep)
+            if not hits and args.grep.lower() not in row["title"].lower():
+                continue
+        shown += 1
+        if args.json:
+            print(json.dumps({**row, "matches": hits}))
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
+            title = sanitize(row["title"].replace("\n", " "))[:60]
+            print(f"{row['id']}  {when}  {row['turns']:>3} turns  {row['cwd']}  {title}")
+            for hit in hits[:3]:
+                print(f"    … {sanitize(scrub(hit)[0])}")
+        if shown >= args.limit:
+            break
+    if not shown:
+        print("no matching sessions" if args.grep else "no sessions yet")
+    return 0
+
+
+def _grep_rollout(path: Path, needle: str) -> list[str]:
+    from cox.actors.store.rollout import read_rollout
+
+    if not path.is_file():
+        return []
+    q = needle.lower()
+    hits: list[str] = []
+    text_parts: list[str] = []
+    for ev in read_rollout(path).events:
+        kind = ev.get("type")
+        if kind == "user_message":
+            text = str(ev.get("text", ""))
+        elif kind == "assistant_message":
+            text = " ".join(str(b.get("text", "")) for b in ev.get("content", []) if b.get("type") == "text")
+        elif kind == "tool_call_done":
+            text = str(ev.get("result", {}).get("visible", ""))
+        else:
+            continue
+        text_parts.append(text)
+        for line in text.splitlines():
+            if q in line.lower():
+                hits.append(line.strip()[:160])
+    return hits
+
+
+def cmd_expand(args: Any) -> int:
+    from cox.actors.store import archive, db
+
+    layout = Layout(cox_home())
+    archive_id = args.id.lstrip("#")
+    if not layout.db.exists():
+        return fail(f"no archived output with id {archive_id}")
+    conn = db.connect(layout.db)
+    try:
+        data = archive.get(conn, layout.archive, archive_id)
+    except archive.ArchiveMissing as exc:
+        return fail(str(exc.args[0]))
+    finally:
+        conn.close()
+    text = data.decode("utf-8", "replace")
+    if args.lines:
+        try:
+            a, _, b = args.lines.partition("-")
+            start, end = int(a), int(b or a)
+        except ValueError:
+            return fail(f"--lines wants A-B (like 3-80), got {args.lines!r}", 2)
+        text = "\n".join(text.split("\n")[start - 1 : end])
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0

@@ -1,0 +1,1 @@
+"""``cox demo``: a full session offline on a bundled scripted model."""

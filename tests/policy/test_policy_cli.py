@@ -1,0 +1,183 @@
+"""``cox policy check`` and ``cox policy test`` (issue 3, items 7 and 8), through a throwaway
+argparse parser the way the ``cox`` entry point registers them."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from cox.surfaces import policy_cli
+
+CONFIG = """\
+[permissions]
+allow = ["Bash(cargo test:*)", "Bash(git status:*)", "Bash(git diff:*)"]
+ask   = ["Bash(git commit:*)"]
+deny  = ["Read(~/.ssh/**)", "Bash(rm:*)"]
+"""
+
+
+def cox(*argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="cox")
+    sub = parser.add_subparsers(dest="command")
+    policy_cli.add_parser(sub)
+    args = parser.parse_args(list(argv))
+    out, err = io.StringIO(), io.StringIO()
+    code = policy_cli.run(args, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> str:
+    p = tmp_path / "config.toml"
+    p.write_text(CONFIG)
+    return str(p)
+
+
+def check(*argv: str) -> dict[str, object]:
+    code, out, err = cox("policy", "check", *argv)
+    assert code == 0, err
+    assert out.count("\n") == 1
+    result: dict[str, object] = json.loads(out)
+    return result
+
+
+def test_check_prints_decision_reason_rule_segments_opaque(config: str) -> None:
+    r = check("--config", config, "--", "git status && rm -rf x")
+    assert r["decision"] == "deny" and r["rule"] == "Bash(rm:*)"
+    assert r["segments"] == ["git status", "rm -rf x"] and r["opaque"] is False
+    assert "rm -rf x" in str(r["reason"]) and str(r["origin"]).endswith("config.toml:4")
+
+
+def test_check_joins_words_after_dashdash(config: str) -> None:
+    r = check("--config", config, "--", "git", "status", "&&", "git", "diff")
+    assert r["decision"] == "allow" and r["subject"] == "git status && git diff"
+
+
+def test_check_says_why_it_asks(config: str) -> None:
+    r = check("--config", config, "--", "git status && npm test")
+    assert r["decision"] == "ask" and "`npm test`" in str(r["reason"])
+
+
+def test_check_opaque_line(config: str) -> None:
+    r = check("--config", config, "--", "git log $(whoami)")
+    assert r["decision"] == "ask" and r["opaque"] is True
+
+
+def test_check_grant_and_mode(config: str) -> None:
+    assert check("--config", config, "--grant", "npm test", "--", "git status && npm test")["decision"] == "allow"
+    assert check("--config", config, "--mode", "plan", "--", "cargo test")["decision"] == "deny"
+    assert check("--approval-policy", "never", "--", "make")["decision"] == "deny"
+
+
+def test_check_other_tools(config: str, tmp_path: Path) -> None:
+    home = str(tmp_path)
+    r = check("--config", config, "--home", home, "--tool", "Read", "--", "~/.ssh/id_rsa")
+    assert r["decision"] == "deny" and r["tool"] == "read"
+    r = check("--tool", "Edit", "--root", str(tmp_path), "--", "src/a.py")
+    assert r["decision"] == "ask" and r["risk"] == "write"
+    r = check("--tool", "Edit", "--mode", "acceptEdits", "--", "src/a.py")
+    assert r["decision"] == "allow"
+    assert check("--tool", "mcp__gh__issue", "--", "mcp__gh__issue")["decision"] == "ask"
+
+
+def test_check_without_config_uses_built_in_denies(tmp_path: Path) -> None:
+    r = check("--home", str(tmp_path), "--tool", "Read", "--", f"{tmp_path}/.aws/credentials")
+    assert r["decision"] == "deny"
+
+
+def test_check_bad_rule_exits_2_naming_rule_and_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[permissions]\nallow = ["Bash(git:*)"]\ndeny = ["Bash(rm"]\n')
+    code, out, err = cox("policy", "check", "--config", str(bad), "--", "ls")
+    assert code == 2 and out == ""
+    assert "Bash(rm" in err and f"{bad}:3" in err and err.startswith("cox: policy check:")
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (("--tool", "Nope", "--", "x"), "unknown tool"),
+    (("--config", "/nonexistent/c.toml", "--", "x"), "cannot read"),
+])
+def test_check_bad_usage_exits_2(argv: tuple[str, ...], needle: str) -> None:
+    code, _, err = cox("policy", "check", *argv)
+    assert code == 2 and needle in err
+
+
+def test_check_bad_toml_and_bad_mode(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text("[permissions\n")
+    assert cox("policy", "check", "--config", str(p), "--", "ls")[0] == 2
+    p.write_text('[permissions]\nmode = "yolo"\n')
+    code, _, err = cox("policy", "check", "--config", str(p), "--", "ls")
+    assert code == 2 and "yolo" in err
+    p.write_text('[permissions]\nallow = "Bash"\n')
+    assert cox("policy", "check", "--config", str(p), "--", "ls")[0] == 2
+
+
+def test_argparse_usage_errors_exit_2() -> None:
+    with pytest.raises(SystemExit) as e:
+        cox("policy", "check", "--mode", "nope", "--", "ls")
+    assert e.value.code == 2
+    with pytest.raises(SystemExit):
+        cox("policy")
+
+
+CASES = [
+    {"id": "rm-denied", "config": {"allow": ["Bash(git:*)"], "deny": ["Bash(rm:*)"]},
+     "command": "git status && rm -rf x", "expected": "deny"},
+    {"config": {"allow": ["Bash(git:*)"]}, "command": "git status && git diff", "expected": "allow"},
+    {"config": {"allow": ["Bash(git:*)"]}, "mode": "plan", "command": "git push", "expected": "deny"},
+    {"config": {}, "command": "npm test", "grants": ["npm test"], "expected": "allow", "note": "ignored"},
+    {"config": {"deny": ["Edit(secrets/**)"]}, "tool": "Edit", "subject": "secrets/k", "expected": "deny"},
+]
+
+
+def write_cases(tmp_path: Path, cases: Sequence[object], extra: str = "") -> str:
+    p = tmp_path / "cases.jsonl"
+    p.write_text("\n".join(json.dumps(c) for c in cases) + "\n" + extra)
+    return str(p)
+
+
+def test_policy_test_all_pass(tmp_path: Path) -> None:
+    code, out, _ = cox("policy", "test", "--root", str(tmp_path), write_cases(tmp_path, CASES))
+    assert code == 0
+    assert out.splitlines()[-1] == "5 passed, 0 failed"
+
+
+def test_policy_test_reports_failures(tmp_path: Path) -> None:
+    cases = [*CASES, {"id": "wrong", "config": {"allow": ["Bash(git:*)"]}, "command": "git status; rm -rf x",
+                      "expected": "allow"}]
+    code, out, _ = cox("policy", "test", write_cases(tmp_path, cases, "\nnot json\n"))
+    assert code == 1
+    assert "FAIL wrong: git status; rm -rf x" in out
+    assert "expected allow, got ask" in out and "rm -rf x" in out
+    assert "FAIL line 8: bad case" in out
+    assert out.splitlines()[-1] == "5 passed, 2 failed"
+
+
+def test_policy_test_bad_rule_in_a_case_fails_that_case(tmp_path: Path) -> None:
+    code, out, _ = cox("policy", "test", write_cases(tmp_path, [{"config": {"deny": ["Bash(rm"]}, "command": "ls",
+                                                                 "expected": "allow"}]))
+    assert code == 1 and "Bash(rm" in out and out.splitlines()[-1] == "0 passed, 1 failed"
+
+
+def test_policy_test_uses_config_file_for_cases_without_config(tmp_path: Path, config: str) -> None:
+    cases = [{"command": "cargo test", "expected": "allow"}, {"command": "git commit -m x", "expected": "ask"}]
+    code, out, _ = cox("policy", "test", "--config", config, write_cases(tmp_path, cases))
+    assert code == 0 and out.strip() == "2 passed, 0 failed"
+
+
+def test_policy_test_missing_file_exits_2() -> None:
+    code, _, err = cox("policy", "test", "/nonexistent/cases.jsonl")
+    assert code == 2 and "cannot read" in err
+
+
+def test_run_sets_func_for_dispatchers() -> None:
+    parser = argparse.ArgumentParser(prog="cox")
+    policy_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["policy", "check", "--", "ls"])
+    assert args.func is policy_cli.run and args.command == "policy"

@@ -1,0 +1,140 @@
+"""Hypothesis properties of the engine, the splitter, redaction and sanitising (issue 3)."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cox.policy.bash import classify, split
+from cox.policy.redact import scrub
+from cox.policy.sanitize import sanitize
+from cox.protocol.types import ApprovalPolicy, PermissionMode, Risk, SandboxMode, ToolCall
+
+from .helpers import bash, call, engine
+
+COMMANDS = ["git status", "git push --force", "rm -rf x", "npm test", "ls -la", "cat f", "echo $(id)", "FOO=1 make",
+            "sudo rm x", "nohup npm test", "sh -c 'rm x'", "cargo test", "LC_ALL=C ls", "make > out", "curl x",
+            "timeout 5 rm y", "export A=1", "find . -exec rm {} \\;", "eval ls", "git commit -m 'a b'", "(cd d && make)",
+            "for f in a; do rm $f; done", "xargs rm", "env X=1 git log", "echo 'x", "git diff 2>&1"]
+SEPARATORS = [" && ", "; ", " | ", " || ", " & ", "\n"]
+RULES = ["Bash(rm:*)", "Bash(git:*)", "Bash(git push:*)", "Bash(npm test)", "Bash", "Bash(ls:*)", "Bash(sudo:*)",
+         "Bash(sh:*)", "Bash(make:*)", "Bash(cargo test:*)", "Bash(echo:*)", "Bash(find:*)", "Bash(FOO=1 make)",
+         "Read(~/.ssh/**)", "Edit(src/**)", "Read", "Edit", "WebFetch(domain:docs.rs)", "Bash(make > out)"]
+
+lines = st.lists(st.sampled_from(COMMANDS), min_size=1, max_size=4).flatmap(
+    lambda cmds: st.lists(st.sampled_from(SEPARATORS), min_size=len(cmds) - 1, max_size=len(cmds) - 1).map(
+        lambda seps: cmds[0] + "".join(s + c for s, c in zip(seps, cmds[1:], strict=True))))
+rule_lists = st.lists(st.sampled_from(RULES), max_size=4)
+modes = st.sampled_from(list(PermissionMode))
+policies = st.sampled_from(list(ApprovalPolicy))
+grants = st.lists(st.sampled_from(["npm test", "git status", "make", "rm -rf x", "Edit(/repo/src/a.py)", "ls -la"]),
+                  max_size=3)
+calls = st.one_of(
+    lines.map(bash),
+    st.sampled_from([call("read", "/home/alice/.ssh/id_rsa"), call("edit", "/repo/src/a.py", Risk.WRITE),
+                     call("read", "/repo/src/a.py"), call("web_fetch", "https://docs.rs/x", Risk.EXEC),
+                     call("write", "/repo/new.txt", Risk.WRITE)]))
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(allow=rule_lists, ask=rule_lists, deny=rule_lists, extra=st.sampled_from(RULES), c=calls, mode=modes,
+       policy=policies, g=grants)
+def test_adding_a_deny_rule_never_turns_a_deny_into_anything_else(
+        allow: list[str], ask: list[str], deny: list[str], extra: str, c: ToolCall, mode: PermissionMode,
+        policy: ApprovalPolicy, g: list[str]) -> None:
+    before = engine(allow, ask, deny).decide(c, mode, policy, SandboxMode.WORKSPACE_WRITE, g)
+    after = engine(allow, ask, [*deny, extra]).decide(c, mode, policy, SandboxMode.WORKSPACE_WRITE, g)
+    if before.kind == "deny":
+        assert after.kind == "deny"
+    assert after.kind in (before.kind, "deny")  # a deny rule can only add denies
+
+
+@FAST
+@given(allow=rule_lists, ask=rule_lists, deny=rule_lists, extra=st.sampled_from(RULES), c=calls, mode=modes,
+       policy=policies, g=grants)
+def test_an_allow_rule_never_turns_a_deny_into_anything_else(
+        allow: list[str], ask: list[str], deny: list[str], extra: str, c: ToolCall, mode: PermissionMode,
+        policy: ApprovalPolicy, g: list[str]) -> None:
+    before = engine(allow, ask, deny).decide(c, mode, policy, SandboxMode.WORKSPACE_WRITE, g)
+    after = engine([*allow, extra], ask, deny).decide(c, mode, policy, SandboxMode.WORKSPACE_WRITE, g)
+    # Under approval policy "never" an allow rule is how a headless run lets a call through that
+    # would otherwise be asked about (and so denied); a deny by rule or mode stays a deny.
+    if before.kind == "deny" and (policy is ApprovalPolicy.ON_REQUEST or before.step in ("deny-rule", "mode")):
+        assert after.kind == "deny", (before, after)
+
+
+BALANCED = [c for c in COMMANDS if c != "echo 'x"]  # an open quote may swallow the rm into a string
+
+
+@FAST
+@given(cmds=st.lists(st.sampled_from(BALANCED), min_size=1, max_size=4), seps=st.lists(st.sampled_from(SEPARATORS),
+       min_size=4, max_size=4), at=st.integers(0, 4), wrap=st.sampled_from(["{}", "nohup {}", "( {} )", "$({})",
+       "sh -c '{}'", "sudo {}", "X=1 {}", "timeout 3 {}", "if true; then {}; fi", "eval {}"]))
+def test_deny_sees_a_denied_command_wherever_it_hides(cmds: list[str], seps: list[str], at: int, wrap: str) -> None:
+    cmds = list(cmds)
+    cmds.insert(min(at, len(cmds)), wrap.format("rm -rf target"))
+    line = cmds[0] + "".join(s + c for s, c in zip(seps, cmds[1:], strict=False))
+    assert "rm -rf target" in line
+    e = engine(allow=["Bash"], deny=["Bash(rm:*)"])
+    assert e.decide(bash(line), PermissionMode.BYPASS).kind == "deny", line
+
+
+@FAST
+@given(line=lines)
+def test_a_session_grant_covers_what_was_approved(line: str) -> None:
+    e = engine()
+    c = bash(line)
+    g = e.grants_for(c)
+    assert g
+    assert e.decide(c, PermissionMode.DEFAULT, ApprovalPolicy.ON_REQUEST, SandboxMode.WORKSPACE_WRITE, g).kind == "allow"
+    if c.opaque:
+        assert g == [line.strip()]
+
+
+@FAST
+@given(line=lines)
+def test_an_opaque_line_is_never_allowed_by_prefix_rules(line: str) -> None:
+    c = bash(line)
+    prefixes = [f"Bash({w}:*)" for w in {s.split()[0] for s in (c.segments or []) if s.split()}
+                if "(" not in w and ")" not in w]
+    out = engine(allow=prefixes).decide(c, PermissionMode.DEFAULT)
+    if c.opaque:
+        assert out.kind == "ask"
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text())
+def test_splitting_never_crashes_on_arbitrary_text(text: str) -> None:
+    s = split(text)
+    risk, segments, opaque = classify(text)
+    assert isinstance(segments, tuple) and isinstance(opaque, bool) and isinstance(risk, Risk)
+    if risk is Risk.READ_ONLY:
+        assert not opaque
+    assert s.opaque == opaque
+
+
+shellish = st.text(alphabet=list("ab rm-$()`'\"\\;&|<>{}[]*?~=#\n\t!0123456789xEOF"), max_size=80)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(text=shellish)
+def test_splitting_never_crashes_on_shell_shaped_text(text: str) -> None:
+    s = split(text)
+    for cmd in s.commands:
+        assert cmd.text in cmd.forms
+    e = engine(allow=["Bash(a:*)"], deny=["Bash(rm:*)"])
+    e.decide(bash(text))
+    e.grants_for(bash(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text())
+def test_scrub_is_idempotent_and_sanitize_leaves_no_controls(text: str) -> None:
+    once, _ = scrub(text)
+    assert scrub(once) == (once, False) or "«redacted»" in once
+    clean = sanitize(text)
+    assert all(ch in "\n\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F) for ch in clean)
+    assert not any(ch in clean for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert sanitize(clean) == clean
