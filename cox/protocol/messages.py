@@ -229,8 +229,15 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-_SUBMISSION = TypeAdapter(Submission)
-_EVENT = TypeAdapter(Event)
+_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+
+
+def _adapter(kind: str) -> TypeAdapter[Any]:
+    """The union validators are built on first decode, not at import (start-up time)."""
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(Submission if kind == "submission" else Event)
+    return adapter
 
 SUBMISSION_TYPES = sorted(
     m.model_fields["type"].default for m in (UserTurn, Approve, Interrupt, Answer, Compact, SetMode, Rewind, Shutdown)
@@ -255,7 +262,7 @@ def _explain(kind: str, err: ValidationError, raw: Any) -> ProtocolError:
     return ProtocolError(f"bad {kind}: " + "; ".join(parts))
 
 
-def _decode(kind: str, adapter: TypeAdapter[Any], data: str | bytes | dict[str, Any]) -> Any:
+def _decode(kind: str, data: str | bytes | dict[str, Any]) -> Any:
     raw: Any = data
     if isinstance(data, (str, bytes)):
         try:
@@ -265,17 +272,17 @@ def _decode(kind: str, adapter: TypeAdapter[Any], data: str | bytes | dict[str, 
     if not isinstance(raw, dict):
         raise ProtocolError(f"bad {kind}: expected a JSON object, got {type(raw).__name__}")
     try:
-        return adapter.validate_python(raw)
+        return _adapter(kind).validate_python(raw)
     except ValidationError as exc:
         raise _explain(kind, exc, raw) from None
 
 
 def decode_submission(data: str | bytes | dict[str, Any]) -> Any:
-    return _decode("submission", _SUBMISSION, data)
+    return _decode("submission", data)
 
 
 def decode_event(data: str | bytes | dict[str, Any]) -> Any:
-    return _decode("event", _EVENT, data)
+    return _decode("event", data)
 
 
 def encode(message: Strict) -> str:

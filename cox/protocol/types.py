@@ -29,7 +29,9 @@ def new_ulid() -> str:
 class Strict(BaseModel):
     """Base of every protocol model: unknown fields are an error, values are validated."""
 
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    # defer_build: a model's validator is built on first use, so start-up pays only for the
+    # handful of messages a short run really sends.
+    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
 
 
 class Risk(StrEnum):
