@@ -13,6 +13,14 @@ from typing import Any
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cox", description="cox: a coding agent for the terminal, scripts and editors")
     p.add_argument("--version", action="store_true", help="print the version and exit")
+    p.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
+    p.add_argument("--model")
+    p.add_argument("--resume", metavar="ID", help="continue a stored session")
+    p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
+    p.add_argument("--cwd")
+    p.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
+    p.add_argument("--plain", action="store_true", help="the line-mode surface (the only one in this build)")
+    p.add_argument("--verbose", action="store_true", help="log to stderr too")
     sub = p.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="run one session headless (for scripts)")
@@ -93,9 +101,9 @@ def _dispatch(args: Any) -> int:
         from .policy_cli import run as policy_run
 
         return int(policy_run(args))
-    _parser().print_help()
-    print("\nThe terminal UI arrives in a later build; try `cox demo` or `cox run -p TEXT`.", file=sys.stderr)
-    return 0
+    from .commands import cmd_interactive
+
+    return cmd_interactive(args)
 
 
 def cwd_of(args: Any) -> Path:

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,29 +27,84 @@ def _load_config(cwd: Path, home: Path, flags: dict[str, Any]) -> Any:
     return config
 
 
-def cmd_run(args: Any) -> int:
+class Refused(Exception):
+    """The session cannot start; ``str()`` is the message, ``code`` the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Prepared:
+    home: Path
+    layout: Layout
+    cwd: Path
+    config: Any
+    provider: Any
+    engine: Any
+    settings: Any
+    resumed: Any
+
+
+def prepare(args: Any, *, approval_default: str) -> Prepared:
+    """Everything a surface needs to open a session from its command line: config, provider,
+    permission engine, settings and (for --resume / --continue) the rebuilt history."""
     from cox.config import ConfigError
 
-    from . import headless, logs
+    from . import logs
     from .wiring import SetupError, build_engine, choose_provider, settings_from
 
-    cwd = Path(args.cwd or os.getcwd()).resolve()
+    cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
     if not cwd.is_dir():
-        return fail(f"--cwd {cwd} is not a folder")
+        raise Refused(f"--cwd {cwd} is not a folder")
     home = cox_home()
     layout = Layout(home)
-    logs.setup(layout.logs, verbose=args.verbose)
+    logs.setup(layout.logs, verbose=getattr(args, "verbose", False))
     flags: dict[str, Any] = {}
-    if args.model:
+    if getattr(args, "model", None):
         flags["core.model"] = args.model
-    if args.permission_mode:
+    if getattr(args, "permission_mode", None):
         flags["permissions.mode"] = args.permission_mode
-    if args.max_turns:
+    if getattr(args, "max_turns", None):
         flags["core.max_turns"] = args.max_turns
     try:
         config = _load_config(cwd, home, flags)
     except ConfigError as exc:
-        return fail(f"config error: {exc}", 2)
+        raise Refused(f"config error: {exc}", 2) from None
+    script = getattr(args, "script", None)
+    try:
+        provider = choose_provider(config, script)
+        engine = build_engine(config, cwd, Path.home())
+    except SetupError as exc:
+        raise Refused(str(exc)) from None
+    except ValueError as exc:  # a malformed permission rule names itself and its file
+        raise Refused(f"config error: {exc}", 2) from None
+    resumed = None
+    session_id = None
+    if getattr(args, "resume", None) or getattr(args, "continue_", False):
+        from cox.actors.session.resume import rebuild
+        from cox.actors.store.rollout import read_rollout
+
+        session_id = args.resume or _latest_session(layout, cwd)
+        if session_id is None:
+            raise Refused(f"no stored session for {cwd}; `cox sessions` lists them")
+        path = layout.rollout(session_id)
+        if not path.is_file():
+            raise Refused(f"no session {session_id}; `cox sessions` lists them")
+        read = read_rollout(path)
+        resumed = rebuild(read.events)
+        resumed.notices = read.notices
+    settings = settings_from(config, cwd, session_id=session_id,
+                             model=getattr(args, "model", None) or (getattr(provider, "model", None) if script else None),
+                             approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home())
+    return Prepared(home, layout, cwd, config, provider, engine, settings, resumed)
+
+
+def cmd_run(args: Any) -> int:
+    from . import headless
+    from .runtime import App
+
     prompt = args.prompt
     if prompt == "-":
         if args.input_format == "stream-json":
@@ -57,37 +113,30 @@ def cmd_run(args: Any) -> int:
     if prompt is None and args.input_format != "stream-json":
         return fail("nothing to do: pass -p TEXT (or -p - for stdin, or --input-format stream-json)", 2)
     try:
-        provider = choose_provider(config, args.script)
-        engine = build_engine(config, cwd, Path.home())
-    except SetupError as exc:
-        return fail(str(exc))
-    except ValueError as exc:  # a malformed permission rule names itself and its file
-        return fail(f"config error: {exc}", 2)
-    resumed = None
-    session_id = None
-    if args.resume or args.continue_:
-        from cox.actors.session.resume import rebuild
-        from cox.actors.store.rollout import read_rollout
-
-        session_id = args.resume or _latest_session(layout, cwd)
-        if session_id is None:
-            return fail(f"no stored session for {cwd}; `cox sessions` lists them")
-        path = layout.rollout(session_id)
-        if not path.is_file():
-            return fail(f"no session {session_id}; `cox sessions` lists them")
-        read = read_rollout(path)
-        resumed = rebuild(read.events)
-        resumed.notices = read.notices
-    settings = settings_from(config, cwd, session_id=session_id,
-                             model=args.model or (getattr(provider, "model", None) if args.script else None),
-                             approval_policy=args.approve or "never", home=Path.home())
-    from .runtime import App
-
-    app = App(home)
+        prep = prepare(args, approval_default="never")
+    except Refused as exc:
+        return fail(str(exc), exc.code)
+    app = App(prep.home)
     try:
-        handle = app.open_session(settings, provider, _tools(), engine, resumed)
+        handle = app.open_session(prep.settings, prep.provider, _tools(), prep.engine, prep.resumed)
         return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                             verbose=args.verbose)
+    finally:
+        app.close()
+
+
+def cmd_interactive(args: Any) -> int:
+    from . import plain
+    from .runtime import App
+
+    try:
+        prep = prepare(args, approval_default="on-request")
+    except Refused as exc:
+        return fail(str(exc), exc.code)
+    app = App(prep.home)
+    try:
+        handle = app.open_session(prep.settings, prep.provider, _tools(), prep.engine, prep.resumed)
+        return plain.run(handle, resumed=prep.resumed)
     finally:
         app.close()
 
