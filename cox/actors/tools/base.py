@@ -56,6 +56,12 @@ class BaseTool:
     def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
         return ""
 
+    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        """The files this call may change, for checkpoints: ``[]`` for a call that changes
+        nothing, the confined paths it names for file tools, ``None`` when it cannot say (bash,
+        MCP tools): then the workspace is snapshotted before and after it."""
+        return [] if self.risk(call.input) is Risk.READ_ONLY else None
+
     def describe(self, call: ToolCall, env: ToolEnv) -> ToolCall:
         """Fill the call's risk, subject (and segments for bash) for the permission engine."""
         return call.model_copy(update={"risk": self.risk(call.input), "subject": self.subject(call.input, env)})

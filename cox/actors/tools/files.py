@@ -101,6 +101,9 @@ class WriteTool(BaseTool):
         except Exception:
             return str(call_input.get("path", ""))
 
+    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        return [resolve(call.input, env)]
+
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
         content = call.input.get("content")
