@@ -108,6 +108,16 @@ def normalize(run: Run, workspace: Path) -> list[dict[str, Any]]:
             aid = d["result"]["archive_id"]
             d = json.loads(json.dumps(d).replace(aid, "<archive>"))
         out.append(d)
+    # Streamed output arrives in timing-dependent chunks: join consecutive chunks of a call.
+    joined: list[dict[str, Any]] = []
+    for d in out:
+        prev = joined[-1] if joined else None
+        if (d["type"] == "tool_call_output" and prev is not None and prev["type"] == "tool_call_output"
+                and prev["call_id"] == d["call_id"]):
+            prev["chunk"] += d["chunk"]
+        else:
+            joined.append(d)
+    out = joined
     # Calls that ran in parallel may finish in any order: sort each run of completions by id.
     i = 0
     while i < len(out):

@@ -67,4 +67,6 @@ def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, mode
         bash_timeout_s=float(t.bash_timeout_s),
         bash_max_timeout_s=float(t.bash_max_timeout_s),
         home=home or Path.home(),
+        writable_roots=[Path(p).expanduser() for p in config.sandbox.writable_roots],
+        network=bool(config.sandbox.network),
     )

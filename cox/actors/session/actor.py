@@ -82,6 +82,8 @@ class SessionSettings:
     bash_max_timeout_s: float = 600.0
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     home: Path = field(default_factory=Path.home)
+    writable_roots: list[Path] = field(default_factory=list)
+    network: bool = False
 
 
 def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
@@ -143,6 +145,15 @@ class SessionActor(CoxActor):
         self.usage_total = Usage(model=settings.model)
         self.closing = False
         self.resumed = resumed
+        from cox.actors.tools.jobs import Jobs
+
+        self.jobs = Jobs()
+        self.sandbox_warned = False
+        # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
+        self.tool_extra: dict[str, Any] = {
+            "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
+            "network": settings.network, "jobs": self.jobs, "archive": self._archive_put,
+        }
         if resumed is not None:
             self.history = resumed.history
             self.turn_starts = resumed.turn_starts
@@ -167,6 +178,9 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._shutdown_turn()
+        stopped = self.jobs.stop_all()
+        if stopped:
+            log.info("stopped background jobs", session=self.s.session_id, count=stopped)
         store = self.store()
         if store is not None:
             try:
@@ -496,6 +510,7 @@ class SessionActor(CoxActor):
             roots=self.s.roots, cwd=self.s.cwd, cancel=scope, processes=turn.processes if turn else [],
             output=lambda chunk: me.tell(("tool_output", gen, call.id, chunk)),
             bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
+            extra=self.tool_extra,
         )
 
     def _archive_put(self, data: bytes) -> str:
@@ -504,7 +519,20 @@ class SessionActor(CoxActor):
             raise RuntimeError("the store is not running")
         return str(store.ask(("archive_put", data), timeout=30))
 
+    def _warn_sandbox_once(self) -> None:
+        if self.sandbox_warned or self.s.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
+            return
+        self.sandbox_warned = True
+        from cox.actors.tools.shell_env import sandbox_status
+
+        ok, why = sandbox_status()
+        if not ok:
+            self.emit(m.Notice(level="warning", message=f"shell commands run WITHOUT a sandbox: {why} "
+                                                        "(`cox doctor` checks it again)"))
+
     def _start_call(self, turn: Turn, call: ToolCall, exclusive: bool) -> None:
+        if call.name == "bash":
+            self._warn_sandbox_once()
         env = self._env(turn, call)
         ref = self._spawn(("call", turn.gen, call.id), lambda: ToolCallActor.start(
             self.tools[call.name], call, env, self.actor_ref, turn.gen, self._archive_put, self.s.limits))

@@ -1,23 +1,42 @@
-"""First form of the ``bash`` tool: ``bash -lc`` in its own process group, with a timeout.
+"""The ``bash`` tool: one command line in its own process group, inside the session's sandbox.
 
-The whole group is killed on timeout, on cancel, and when the call returns (so a ``server &``
-left behind does not outlive the call). The tools issue adds the sandbox and background jobs.
+- The line runs with ``bash -c`` in the login shell's environment (see ``shell_env``), wrapped
+  in bubblewrap unless the session chose danger-full-access (``policy.sandbox``).
+- Timeout (default 120 s, at most ``bash_max_timeout_s``) and cancel end the whole group:
+  SIGTERM from the interrupting thread at once, SIGKILL after a short grace from this one.
+- Output streams to the session as it arrives (ToolCallOutput, at most ~10 chunks a second);
+  the first MiB stays in memory, the rest spills to disk and the whole of it is archived.
+- Whatever the line leaves running in its group (``server &``) is ended when the call
+  returns, unless the call asked to run in the background: then the session owns the process
+  and ends it when the session stops.
+- A model's ``apply_patch <<'EOF'`` shell call is rerouted to the apply_patch tool, as Codex does.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-from cox.protocol.types import Risk, ToolCall, ToolResult
+from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
+from .spool import Spool
+from .visible import cap
 
 GRACE_S = 0.2
+STREAM_EVERY_S = 0.1
+STREAM_MAX_CHARS = 64 * 1024
+"""Live output shown while a command runs; the rest is in the result (and the archive)."""
+
+LIVE: dict[int, subprocess.Popen[bytes]] = {}
+"""Every command process a tool started and nobody has reaped yet, by pid."""
 
 
 def kill_group(pgid: int) -> None:
@@ -39,106 +58,6 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-class BashTool(BaseTool):
-    name = "bash"
-    description = (
-        "Run a shell command line with bash in the workspace. Returns stdout, stderr and the exit code. "
-        "timeout is in seconds (default 120, at most 600)."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string"},
-            "timeout": {"type": "number", "minimum": 1},
-            "description": {"type": "string"},
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
-    parallel = True  # a read-only line runs beside other reads; any other line runs alone
-    required = ("command",)
-
-    def risk(self, call_input: dict[str, Any]) -> Risk:
-        from cox.policy.bash import classify
-
-        return classify(str(call_input.get("command", ""))).risk
-
-    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
-        return str(call_input.get("command", ""))
-
-    def describe(self, call: ToolCall, env: ToolEnv) -> ToolCall:
-        from cox.policy.bash import classify
-
-        line = str(call.input.get("command", ""))
-        c = classify(line)
-        return call.model_copy(update={"risk": c.risk, "subject": line, "segments": list(c.segments),
-                                       "opaque": c.opaque})
-
-    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
-        command = call.input.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise ToolInputError("'command' must be a non-empty string")
-        timeout = float(call.input.get("timeout") or env.bash_timeout_s)
-        timeout = min(max(timeout, 1.0), env.bash_max_timeout_s)
-        proc = subprocess.Popen(
-            ["bash", "-lc", command],
-            cwd=str(env.cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        pgid = proc.pid
-        env.processes.append(proc)
-        LIVE[proc.pid] = proc
-        killed = threading.Event()
-
-        def on_cancel() -> None:
-            # Runs on the interrupting thread: signal and return at once; this call's own
-            # thread does the grace period and the SIGKILL.
-            killed.set()
-            try:
-                os.killpg(pgid, signal.SIGTERM)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-        unregister = env.cancel.on_cancel(on_cancel)
-        timed_out = False
-        try:
-            stdout, stderr = _collect(proc, timeout, killed)
-            if stdout is None:
-                timed_out = not killed.is_set()
-                kill_group(pgid)
-                stdout, stderr = proc.communicate()
-        finally:
-            unregister()
-            kill_group(pgid)  # reap anything the line left running in its group
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            _forget(env.processes, proc)
-        out = stdout.decode("utf-8", "replace")
-        err = stderr.decode("utf-8", "replace")
-        code = proc.returncode
-        parts = []
-        if out:
-            parts.append(out.rstrip("\n"))
-        if err:
-            parts.append(("[stderr]\n" if out else "") + err.rstrip("\n"))
-        if timed_out:
-            parts.append(f"[timed out after {timeout:g} s; the command and its children were killed]")
-        elif killed.is_set():
-            parts.append("[interrupted; the command and its children were killed]")
-        parts.append(f"[exit code {code}]")
-        status = "ok" if code == 0 and not timed_out else "error"
-        return ToolResult(status=status, visible="\n".join(parts), exit_code=code,
-                          meta={"timed_out": timed_out})
-
-
-LIVE: dict[int, subprocess.Popen[bytes]] = {}
-"""Every command process a tool started and nobody has reaped yet, by pid."""
-
-
 def _forget(processes: list[Any], proc: Any) -> None:
     if proc.returncode is not None:
         LIVE.pop(proc.pid, None)
@@ -150,9 +69,8 @@ def _forget(processes: list[Any], proc: Any) -> None:
 
 def reap_strays() -> int:
     """Wait for exited command processes nobody waited for: tracked ones whose call died
-    before reaping them, and ones whose ``Popen`` was dropped unwaited (a call that died while
-    starting its process; CPython parks those in ``subprocess._active``). Returns how many
-    tracked ones were reaped."""
+    before reaping them, and ones whose ``Popen`` was dropped unwaited (CPython parks those in
+    ``subprocess._active``). Returns how many tracked ones were reaped."""
     reaped = 0
     for pid, proc in list(LIVE.items()):
         if proc.poll() is not None:  # poll() waits for an exited child; safe beside its owner
@@ -176,16 +94,218 @@ def reap(processes: list[subprocess.Popen[bytes]]) -> None:
         _forget(processes, proc)
 
 
-def _collect(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event) -> tuple[Any, Any]:
-    """Wait for the command's output; (None, None) on timeout or when the call was cancelled
-    and the command did not end by itself (a process that ignores SIGTERM)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        step = min(0.05 if killed.is_set() else 0.5, deadline - time.monotonic())
-        if step <= 0:
-            return None, None
+class BashTool(BaseTool):
+    name = "bash"
+    description = (
+        "Run a shell command line with bash in the workspace, inside the session's sandbox. Returns stdout, "
+        "stderr and the exit code. timeout is in seconds (default 120, at most 600). Set run_in_background "
+        "for servers and watchers: the call returns at once with the job's log file."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string"},
+            "timeout": {"type": "number", "minimum": 1},
+            "description": {"type": "string"},
+            "run_in_background": {"type": "boolean"},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    parallel = True  # a read-only line runs beside other reads; any other line runs alone
+    required = ("command",)
+
+    def risk(self, call_input: dict[str, Any]) -> Risk:
+        from cox.policy.bash import classify
+
+        return classify(str(call_input.get("command", ""))).risk
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        return str(call_input.get("command", ""))
+
+    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        return [] if call.risk is Risk.READ_ONLY else None
+
+    def describe(self, call: ToolCall, env: ToolEnv) -> ToolCall:
+        from cox.policy.bash import classify
+
+        line = str(call.input.get("command", ""))
+        c = classify(line)
+        return call.model_copy(update={"risk": c.risk, "subject": line, "segments": list(c.segments),
+                                       "opaque": c.opaque})
+
+    def argv(self, command: str, env: ToolEnv) -> list[str]:
+        from cox.policy.sandbox import SandboxPolicy, bwrap_argv
+
+        from .shell_env import sandbox_status
+
+        mode = env.extra.get("sandbox_mode", SandboxMode.WORKSPACE_WRITE)
+        if mode is SandboxMode.DANGER_FULL_ACCESS or not sandbox_status()[0]:
+            return ["bash", "-c", command]
+        writable = tuple(env.roots) + tuple(Path(p) for p in env.extra.get("writable_roots", ()))
+        policy = SandboxPolicy(mode, writable, bool(env.extra.get("network", False)))
+        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd)
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        command = call.input.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ToolInputError("'command' must be a non-empty string")
+        rerouted = self._reroute_patch(command, call, env)
+        if rerouted is not None:
+            return rerouted
+        from .shell_env import login_environment
+
+        child_env, _ = login_environment()
+        if call.input.get("run_in_background"):
+            return self._background(command, env, child_env)
+        timeout = float(call.input.get("timeout") or env.bash_timeout_s)
+        timeout = min(max(timeout, 1.0), env.bash_max_timeout_s)
+        proc = subprocess.Popen(self.argv(command, env), cwd=str(env.cwd), env=child_env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        pgid = proc.pid
+        env.processes.append(proc)
+        LIVE[proc.pid] = proc
+        killed = threading.Event()
+
+        def on_cancel() -> None:
+            # Runs on the interrupting thread: signal and return at once; this call's own
+            # thread does the grace period and the SIGKILL.
+            killed.set()
+            try:
+                os.killpg(pgid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+        unregister = env.cancel.on_cancel(on_cancel)
+        out, err = Spool(), Spool()
+        timed_out = False
         try:
-            return proc.communicate(timeout=step)
-        except subprocess.TimeoutExpired:
-            if killed.is_set() and step == 0.05:
-                return None, None
+            timed_out = _pump(proc, timeout, killed, out, err, env)
+        finally:
+            unregister()
+            kill_group(pgid)  # end anything the line left running in its group
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            _forget(env.processes, proc)
+        try:
+            return _result(proc.returncode, out, err, timeout, timed_out, killed.is_set(), env)
+        finally:
+            out.close()
+            err.close()
+
+    def _background(self, command: str, env: ToolEnv, child_env: dict[str, str]) -> ToolResult:
+        jobs = env.extra.get("jobs")
+        if jobs is None:
+            return ToolResult.error("this session cannot run background commands")
+        folder = Path(tempfile.gettempdir()) / "cox-jobs"
+        folder.mkdir(parents=True, exist_ok=True)
+        log = Path(tempfile.mkstemp(prefix="job-", suffix=".log", dir=folder)[1])
+        with open(log, "wb") as sink:
+            proc = subprocess.Popen(self.argv(command, env), cwd=str(env.cwd), env=child_env,
+                                    stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        job = jobs.add(command, proc, log)
+        return ToolResult(visible=f"started in the background as {job.id} (pid {proc.pid}); its output goes to "
+                                  f"{log} (read it with `tail -n 50 {log}`); it is stopped when the session ends",
+                          meta={"job": job.id, "pid": proc.pid, "log": str(log)})
+
+    def _reroute_patch(self, command: str, call: ToolCall, env: ToolEnv) -> ToolResult | None:
+        try:
+            from .patch.shell import detect_shell_apply_patch
+        except ImportError:
+            return None
+        found = detect_shell_apply_patch(command)
+        if found is None:
+            return None
+        from .apply_patch import ApplyPatchTool
+
+        tool = ApplyPatchTool()
+        sub_env = env
+        cd = getattr(found, "cwd", None)
+        if cd:
+            from cox.policy.paths import confine
+
+            sub_env = ToolEnv(**{**env.__dict__, "cwd": confine(cd, env.roots, cwd=env.cwd, home=env.home)})
+        patch = getattr(found, "patch", found)
+        sub = call.model_copy(update={"name": "apply_patch", "input": {"patch": patch}})
+        result = tool.call(sub, sub_env)
+        note = "(this shell call was run as the apply_patch tool)\n"
+        return result.model_copy(update={"visible": note + result.visible})
+
+
+def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event, out: Spool, err: Spool,
+          env: ToolEnv) -> bool:
+    """Read both pipes until they close, streaming to ``env.output``. True on timeout."""
+    assert proc.stdout is not None and proc.stderr is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, out)
+    sel.register(proc.stderr, selectors.EVENT_READ, err)
+    deadline = time.monotonic() + timeout
+    killed_at: float | None = None
+    exited_at: float | None = None
+    pending: list[str] = []
+    streamed = 0
+    last_flush = time.monotonic()
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                return True
+            if killed.is_set():
+                killed_at = killed_at or now
+                if now - killed_at > GRACE_S:  # something ignores SIGTERM or holds the pipe
+                    return False
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > GRACE_S:
+                return False  # the line is done; what it left running (holding the pipes) is ended next
+            for key, _ in sel.select(timeout=min(0.05, deadline - now)):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                text = key.data.write(data)
+                if text and streamed < STREAM_MAX_CHARS:
+                    text = text[: STREAM_MAX_CHARS - streamed]
+                    streamed += len(text)
+                    pending.append(text)
+            if pending and time.monotonic() - last_flush >= STREAM_EVERY_S:
+                env.output("".join(pending))
+                pending.clear()
+                last_flush = time.monotonic()
+        if pending:
+            env.output("".join(pending))
+        return False
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def _result(code: int, out: Spool, err: Spool, timeout: float, timed_out: bool, killed: bool,
+            env: ToolEnv) -> ToolResult:
+    archive = env.extra.get("archive")
+    archive_id: str | None = None
+    total = out.size + err.size
+    if (out.spilled or err.spilled) and archive is not None:
+        data = out.read() + (b"\n[stderr]\n" + err.read() if err.size else b"")
+        archive_id = archive(data)
+        text = cap(data.decode("utf-8", "replace"), archive_id)
+        parts = [text]
+    else:
+        o = out.read().decode("utf-8", "replace")
+        e = err.read().decode("utf-8", "replace")
+        parts = []
+        if o:
+            parts.append(o.rstrip("\n"))
+        if e:
+            parts.append(("[stderr]\n" if o else "") + e.rstrip("\n"))
+    if timed_out:
+        parts.append(f"[timed out after {timeout:g} s; the command and its children were killed]")
+    elif killed:
+        parts.append("[interrupted; the command and its children were killed]")
+    parts.append(f"[exit code {code}]")
+    status = "ok" if code == 0 and not timed_out else "error"
+    return ToolResult(status=status, visible="\n".join(parts), exit_code=code, archive_id=archive_id,
+                      total_bytes=total if archive_id else None, meta={"timed_out": timed_out})
