@@ -42,14 +42,16 @@ def run_session(workspace: Path, home: Path, replies: list[dict[str, Any]], prom
                 mode: PermissionMode = PermissionMode.DEFAULT, policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST,
                 react: React | None = None, tools: dict[str, Any] | None = None, max_turns: int = 20,
                 turns: int | None = None, timeout: float = 20.0, app: App | None = None,
-                resumed: Any = None, session_id: str | None = None, budget_usd: float | None = None) -> Run:
+                resumed: Any = None, session_id: str | None = None, budget_usd: float | None = None,
+                **settings_extra: Any) -> Run:
     prompts = [prompts] if isinstance(prompts, str) else prompts
     provider = ScriptedProvider({"model": "scripted", "replies": replies})
     engine = Engine.compile(allow or [], ask or [], deny or [], home=home, roots=[workspace])
     settings = SessionSettings(session_id=session_id or new_ulid(), cwd=workspace, roots=[workspace],
                                model="scripted", permission_mode=mode, approval_policy=policy,
                                max_turns=max_turns, home=home, budget_usd=budget_usd,
-                               limits={"visible_max_bytes": 2048, "output_head_lines": 5, "output_tail_lines": 5})
+                               limits={"visible_max_bytes": 2048, "output_head_lines": 5, "output_tail_lines": 5},
+                               **settings_extra)
     own_app = app is None
     app = app or App(home)
     run = Run(provider=provider, settings=settings)

@@ -69,4 +69,6 @@ def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, mode
         home=home or Path.home(),
         writable_roots=[Path(p).expanduser() for p in config.sandbox.writable_roots],
         network=bool(config.sandbox.network),
+        dedup_window_turns=config.context.dedup_window_turns,
+        microcompact_after_turns=config.context.microcompact_after_turns,
     )

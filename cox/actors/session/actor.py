@@ -43,7 +43,6 @@ from cox.protocol.types import (
     StopReason,
     ToolCall,
     ToolResult,
-    ToolStatus,
     Usage,
 )
 from cox.supervisors import CancelScope, CoxActor
@@ -84,6 +83,8 @@ class SessionSettings:
     home: Path = field(default_factory=Path.home)
     writable_roots: list[Path] = field(default_factory=list)
     network: bool = False
+    dedup_window_turns: int = 8
+    microcompact_after_turns: int = 6
 
 
 def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
@@ -160,7 +161,16 @@ class SessionActor(CoxActor):
             self.last_turn = resumed.last_turn
         from cox.actors.tools.registry import specs
 
-        self.assembler = Assembler(settings.model, specs(tools), settings.cwd)
+        self.assembler = Assembler(settings.model, specs(tools), settings.cwd,
+                                   microcompact_after_turns=settings.microcompact_after_turns)
+        from .dedup import ReadCache
+
+        # A repeated read is answered from the earlier result only while that result is still
+        # sent whole (microcompaction has not turned it into a pointer yet).
+        window = settings.dedup_window_turns
+        if settings.microcompact_after_turns > 0:
+            window = min(window, settings.microcompact_after_turns)
+        self.reads = ReadCache(window)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -252,7 +262,7 @@ class SessionActor(CoxActor):
         turn.scope.cancel()
         if turn.stream_ref is not None and turn.partial:
             text = "".join(turn.partial)
-            self.history.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+            self._add({"role": "assistant", "content": [{"type": "text", "text": text}]})
             self.emit(m.AssistantMessage(turn=turn.turn, content=[{"type": "text", "text": text}]))
         turn.stream_ref = None
         self._abort_unfinished(turn)
@@ -305,6 +315,7 @@ class SessionActor(CoxActor):
                                message="restoring code needs checkpoints, which this build does not record yet; "
                                        "only the conversation is rewound"))
         del self.history[self.turn_starts[sub.to_turn]:]
+        self.reads.clear()
         self.turn_starts = {t: i for t, i in self.turn_starts.items() if t < sub.to_turn}
         self.emit(m.Rewound(to_turn=sub.to_turn, what=sub.what))
 
@@ -339,7 +350,7 @@ class SessionActor(CoxActor):
         self.turn_starts[turn.turn] = len(self.history)
         self.emit(m.TurnStarted(turn=turn.turn))
         self.emit(m.UserMessage(turn=turn.turn, text=text))
-        self.history.append(h.user_text(text))
+        self._add(h.user_text(text))
         store = self.store()
         if store is not None:
             store.tell(("title", self.s.session_id, text))
@@ -351,7 +362,7 @@ class SessionActor(CoxActor):
         while turn.steer:
             text = turn.steer.pop(0)
             self.emit(m.UserMessage(turn=turn.turn, text=text, steered=True))
-            self.history.append(h.user_text(text))
+            self._add(h.user_text(text))
         if turn.requests >= self.s.max_turns:
             self._finish(StopReason.MAX_TURNS, f"reached the limit of {self.s.max_turns} model requests")
             return
@@ -363,7 +374,7 @@ class SessionActor(CoxActor):
         turn.stream_id = self.stream_seq
         turn.partial = []
         turn.stream_emitted = False
-        request = self.assembler.build(self.history)
+        request = self.assembler.build(self.history, turn.turn)
         ref = self._spawn(("stream", turn.gen, turn.stream_id), lambda: ProviderStreamActor.start(
             self.provider, request, self.actor_ref, turn.stream_id, turn.scope))
         turn.stream_ref = ref
@@ -402,14 +413,14 @@ class SessionActor(CoxActor):
         if result.error is not None:
             text = "".join(turn.partial)
             if text:
-                self.history.append({"role": "assistant", "content": [{"type": "text", "text": text}]})
+                self._add({"role": "assistant", "content": [{"type": "text", "text": text}]})
             self.emit(m.ErrorEvent(message=f"model request failed: {result.error}"))
             self._finish(StopReason.ERROR, str(result.error))
             return
         content = [{k: v for k, v in b.items() if k != "input_error"} for b in result.content]
         if content:
             self.emit(m.AssistantMessage(turn=turn.turn, content=content))
-            self.history.append({"role": "assistant", "content": content})
+            self._add({"role": "assistant", "content": content})
         if self._over_budget():
             self._abort_batch_calls(turn, result.content, "not run: the session's budget is spent")
             self._finish(StopReason.BUDGET, "the session budget is spent")
@@ -458,6 +469,11 @@ class SessionActor(CoxActor):
             outcome = self.engine.decide(call, self.mode, self.s.approval_policy, self.s.sandbox_mode, self.grants)
             kind = str(getattr(outcome.kind, "value", outcome.kind))
             if kind == "allow":
+                earlier = self.reads.lookup(call, turn.turn)
+                if earlier is not None:
+                    self._deliver(turn, call, ToolResult(visible=f"unchanged since #{earlier} (same call, no "
+                                                                 "write to it since); see that result above"))
+                    continue
                 turn.queued.append(call)
             elif kind == "deny":
                 self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.input,
@@ -534,6 +550,11 @@ class SessionActor(CoxActor):
         if call.name == "bash":
             self._warn_sandbox_once()
         env = self._env(turn, call)
+        if not (self.tools[call.name].parallel and call.risk is Risk.READ_ONLY):
+            try:
+                self.reads.invalidate(self.tools[call.name].writes(call, env))
+            except Exception:
+                self.reads.invalidate(None)
         ref = self._spawn(("call", turn.gen, call.id), lambda: ToolCallActor.start(
             self.tools[call.name], call, env, self.actor_ref, turn.gen, self._archive_put, self.s.limits))
         turn.running[call.id] = (ref, exclusive)
@@ -620,14 +641,26 @@ class SessionActor(CoxActor):
             return
         turn.results[call.id] = result
         self.emit(m.ToolCallDone(call_id=call.id, result=result, duration_ms=ms))
+        if result.ok and not result.visible.startswith("unchanged since #"):
+            self.reads.remember(call, turn.turn)
+
+    def _add(self, message: dict[str, Any]) -> None:
+        """Append to the history, tagged with its turn (microcompaction ages results by turn)."""
+        message["_turn"] = self.last_turn
+        self.history.append(message)
+
+    @staticmethod
+    def _result_block(call: ToolCall, result: ToolResult) -> dict[str, Any]:
+        block = h.result_block(call.id, result.visible, not result.ok, result.images)
+        if result.archive_id:
+            block["_archive"] = result.archive_id
+            block["_label"] = f"{call.name} {call.subject}".strip()
+        return block
 
     def _maybe_next(self, turn: Turn) -> None:
         if self.active is not turn or not turn.calls or not turn.batch_done():
             return
-        self.history.append(h.tool_results([
-            h.result_block(c.id, turn.results[c.id].visible, not turn.results[c.id].ok, turn.results[c.id].images)
-            for c in turn.calls
-        ]))
+        self._add(h.tool_results([self._result_block(c, turn.results[c.id]) for c in turn.calls]))
         turn.calls = []
         if turn.denied_by_user:
             self._finish(StopReason.DENIED, "the user denied a tool call")
@@ -641,10 +674,7 @@ class SessionActor(CoxActor):
         turn.queued.clear()
         turn.running.clear()
         if turn.calls:
-            self.history.append(h.tool_results([
-                h.result_block(c.id, turn.results[c.id].visible, turn.results[c.id].status is not ToolStatus.OK)
-                for c in turn.calls
-            ]))
+            self._add(h.tool_results([self._result_block(c, turn.results[c.id]) for c in turn.calls]))
             turn.calls = []
 
     def _abort_batch_calls(self, turn: Turn, content: list[dict[str, Any]], why: str) -> None:

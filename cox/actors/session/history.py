@@ -37,7 +37,7 @@ def normalize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     for msg in messages:
         role = msg["role"]
-        content = [b for b in msg["content"] if not (b.get("type") == "text" and not b.get("text"))]
+        content = [_public(b) for b in msg["content"] if not (b.get("type") == "text" and not b.get("text"))]
         if role == "assistant":
             if pending:
                 _append(out, "user", close_pending(set()))
@@ -60,6 +60,13 @@ def normalize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if pending:
         _append(out, "user", close_pending(set()))
     return out
+
+
+def _public(block: dict[str, Any]) -> dict[str, Any]:
+    """The block without cox's own bookkeeping keys (``_archive``, ``_label``…)."""
+    if any(k.startswith("_") for k in block):
+        return {k: v for k, v in block.items() if not k.startswith("_")}
+    return block
 
 
 def _append(out: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:

@@ -66,21 +66,46 @@ def volatile_block(cwd: Path, extra: dict[str, Any] | None = None) -> str:
     return "\n".join(lines)
 
 
+def microcompact(history: list[dict[str, Any]], turn: int, after_turns: int) -> list[dict[str, Any]]:
+    """Tool results from ``after_turns`` or more turns ago that were archived become a pointer
+    and a one-line summary. Only what is sent shrinks: the history and the rollout keep them."""
+    if after_turns <= 0:
+        return history
+    cutoff = turn - after_turns
+    out: list[dict[str, Any]] = []
+    for msg in history:
+        if msg["role"] == "user" and msg.get("_turn", turn) <= cutoff:
+            blocks = []
+            for b in msg["content"]:
+                if b.get("type") == "tool_result" and b.get("_archive"):
+                    text = str(b.get("content", ""))
+                    first = next((x.strip() for x in text.splitlines() if x.strip()), "")[:120]
+                    n = text.count("\n") + 1
+                    b = {**b, "content": f"[earlier result of {b.get('_label', 'a tool call')} ({n} lines), "
+                                        f"starting: {first} … expand #{b['_archive']} to see it]"}
+                blocks.append(b)
+            msg = {**msg, "content": blocks}
+        out.append(msg)
+    return out
+
+
 class Assembler:
     """Holds the session's stable blocks and builds each request."""
 
-    def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192) -> None:
+    def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192,
+                 microcompact_after_turns: int = 6) -> None:
         self.model = model
+        self.microcompact_after_turns = microcompact_after_turns
         self.specs = sorted(specs, key=lambda s: s.name)
         self.cwd = cwd
         self.max_output_tokens = max_output_tokens
         self.stable = [tool_block(self.specs), SYSTEM_PROMPT, instruction_block(cwd)]
 
-    def build(self, history: list[dict[str, Any]]) -> ModelRequest:
+    def build(self, history: list[dict[str, Any]], turn: int = 0) -> ModelRequest:
         return ModelRequest(
             model=self.model,
             system=[*self.stable, volatile_block(self.cwd)],
             tools=self.specs,
-            messages=normalize(history),
+            messages=normalize(microcompact(history, turn, self.microcompact_after_turns)),
             max_output_tokens=self.max_output_tokens,
         )

@@ -24,10 +24,16 @@ class Rebuilt:
 def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
     out = Rebuilt()
     pending_results: list[dict[str, Any]] = []
+    labels: dict[str, str] = {}
+    turn = 0
+
+    def add(message: dict[str, Any]) -> None:
+        message["_turn"] = turn
+        out.history.append(message)
 
     def flush() -> None:
         if pending_results:
-            out.history.append({"role": "user", "content": list(pending_results)})
+            add({"role": "user", "content": list(pending_results)})
             pending_results.clear()
 
     for ev in events:
@@ -41,14 +47,21 @@ def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
             out.turn_starts[turn] = len(out.history)
         elif kind == "user_message":
             flush()
-            out.history.append(user_text(str(ev.get("text", ""))))
+            add(user_text(str(ev.get("text", ""))))
         elif kind == "assistant_message":
             flush()
-            out.history.append({"role": "assistant", "content": list(ev.get("content", []))})
+            add({"role": "assistant", "content": list(ev.get("content", []))})
+        elif kind == "tool_call_requested":
+            call = ev.get("call", {})
+            labels[str(call.get("id"))] = f"{call.get('name', '')} {call.get('subject', '')}".strip()
         elif kind == "tool_call_done":
             res = ev.get("result", {})
             status = res.get("status", "ok")
-            pending_results.append(result_block(str(ev.get("call_id")), str(res.get("visible", "")), status != "ok"))
+            block = result_block(str(ev.get("call_id")), str(res.get("visible", "")), status != "ok")
+            if res.get("archive_id"):
+                block["_archive"] = res["archive_id"]
+                block["_label"] = labels.get(str(ev.get("call_id")), "a tool call")
+            pending_results.append(block)
         elif kind == "rewound" and ev.get("what", "both") in ("conversation", "both"):
             flush()
             to = int(ev.get("to_turn", 0))

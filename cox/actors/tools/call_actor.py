@@ -24,6 +24,9 @@ from .visible import cap, needs_cap
 
 ArchivePut = Callable[[bytes], str]
 
+ARCHIVE_FROM = 2048
+"""Results at least this long are archived even when shown whole (microcompaction points at them)."""
+
 
 class ToolCallActor(CoxActor):
     def __init__(self, tool: BaseTool, call: ToolCall, env: ToolEnv, reply_to: pykka.ActorRef[Any], gen: int,
@@ -70,8 +73,17 @@ class ToolCallActor(CoxActor):
 
     def _cap(self, result: ToolResult) -> ToolResult:
         max_bytes = self.limits.get("visible_max_bytes", 16384)
-        if self.archive_put is None or not needs_cap(result.visible, max_bytes):
+        if self.archive_put is None or result.archive_id is not None:
             return result
+        if not needs_cap(result.visible, max_bytes):
+            if len(result.visible) < ARCHIVE_FROM:
+                return result
+            # Kept whole for now, archived so microcompaction can later send a pointer instead.
+            try:
+                archive_id = self.archive_put(result.visible.encode("utf-8", "replace"))
+            except Exception:
+                return result
+            return result.model_copy(update={"archive_id": archive_id})
         data = result.visible.encode("utf-8", "replace")
         try:
             archive_id = self.archive_put(data)

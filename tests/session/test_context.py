@@ -1,0 +1,66 @@
+"""What the model is sent: repeated reads deduplicated, old big results microcompacted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cox.protocol.types import PermissionMode
+from tests.harness import run_session
+
+
+def _ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("alpha\n")
+    return ws
+
+
+def read(cid: str, path: str = "a.txt") -> dict:
+    return {"tool_calls": [{"id": cid, "name": "read", "input": {"path": path}}]}
+
+
+def test_repeated_read_is_deduplicated_until_a_write(tmp_path, cox_home):
+    ws = _ws(tmp_path)
+    run = run_session(ws, cox_home, [
+        read("r1"), read("r2"),
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "a.txt", "content": "beta\n"}}]},
+        read("r3"), {"text": "done"},
+    ], "go", mode=PermissionMode.ACCEPT_EDITS)
+    done = {e.call_id: e.result.visible for e in run.of("tool_call_done")}
+    assert "alpha" in done["r1"]
+    assert done["r2"].startswith("unchanged since #r1")
+    assert "beta" in done["r3"]
+
+
+def test_dedup_does_not_reach_past_its_window(tmp_path, cox_home):
+    ws = _ws(tmp_path)
+    replies = [read("r1"), {"text": "t1"}, read("r2"), {"text": "t2"}, read("r3"), {"text": "t3"}]
+    run = run_session(ws, cox_home, replies, ["one", "two", "three"], dedup_window_turns=2,
+                      microcompact_after_turns=0)
+    done = {e.call_id: e.result.visible for e in run.of("tool_call_done")}
+    assert done["r2"].startswith("unchanged since #r1")  # one turn later: inside the window
+    assert "alpha" in done["r3"]  # two turns after r1's turn: outside it
+
+
+def test_old_big_results_are_sent_as_pointers(tmp_path, cox_home):
+    ws = _ws(tmp_path)
+    (ws / "big.txt").write_text("".join(f"line {i} of a long file\n" for i in range(300)))
+    replies = [read("r1", "big.txt"), {"text": "read it"}] + [{"text": f"t{i}"} for i in range(3)]
+    run = run_session(ws, cox_home, replies, ["read big", "a", "b", "c"], microcompact_after_turns=2)
+    requests = run.provider.requests
+
+    def result_text(req) -> str:
+        for msg in req.messages:
+            for b in msg["content"]:
+                if b.get("type") == "tool_result" and b["tool_use_id"] == "r1":
+                    assert not any(k.startswith("_") for k in b), "bookkeeping keys leaked to the provider"
+                    return b["content"]
+        raise AssertionError("r1 missing")
+
+    assert "line 299 of a long file" in result_text(requests[1])  # same turn: whole
+    assert "line 299" in result_text(requests[2])  # turn 2: one turn old, still whole
+    late = result_text(requests[-1])  # turn 4: two turns old
+    assert late.startswith("[earlier result of read") and "expand #" in late and "line 299" not in late
+    # the rollout keeps the whole result
+    rollout = (cox_home / "sessions" / f"{run.settings.session_id}.jsonl").read_text()
+    assert "line 299 of a long file" in rollout
