@@ -104,8 +104,7 @@ def main() -> None:
     for line in lines[:1000]:
         k = e.decide(bash_call(line), grants=grants).kind
         kinds[k] = kinds.get(k, 0) + 1
-    bash_mod.split.cache_clear()
-    bash_mod.canonical.cache_clear()
+    bash_mod.clear_cache()
     cold = decide_all(e, lines, grants)
     warm = min(decide_all(e, lines, grants) for _ in range(3))
     print(f"bash lines: {len(lines)} distinct, mean {statistics.mean(map(len, lines)):.0f} chars, "
@@ -118,7 +117,7 @@ def main() -> None:
     cold_t: list[float] = []
     warm_t: list[float] = []
     for _ in range(300):
-        bash_mod.split.cache_clear()
+        bash_mod.clear_cache()
         t0 = time.perf_counter()
         c = bash_call(line)
         e.decide(c, PermissionMode.DEFAULT, ApprovalPolicy.ON_REQUEST, SandboxMode.WORKSPACE_WRITE, grants)

@@ -28,7 +28,7 @@ from .shell import Word, analyse, max_risk, plain_words, split_assignments, tail
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["Classification", "Command", "Split", "canonical", "classify", "split"]
+__all__ = ["Classification", "Command", "Split", "canonical", "classify", "clear_cache", "split"]
 
 MAX_DEPTH = 6  # eval inside sh -c inside eval …: deeper than this is opaque, not parsed
 _SAFE_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
@@ -58,6 +58,7 @@ class Command:
     risk: Risk
     opaque: str | None = None
     written: str = ""
+    paths: tuple[str, ...] = ()  # arguments that name files it may read (see shell._paths)
 
     @property
     def read_only(self) -> bool:
@@ -112,9 +113,28 @@ def classify(line: str) -> Classification:
     return Classification(s.risk, s.segments, s.opaque)
 
 
-@lru_cache(maxsize=4096)
 def split(line: str) -> Split:
-    """The commands of ``line``. Never raises: an internal failure makes the line opaque."""
+    """The commands of ``line``. Never raises: an internal failure makes the line opaque.
+    Lines are cached (a call is classified, then decided, then maybe granted); very long ones
+    are not, so the cache stays small."""
+    return _cached(line) if len(line) <= _CACHE_CHARS else _uncached(line)
+
+
+_CACHE_CHARS = 16384
+
+
+def clear_cache() -> None:
+    """Forget every cached split (for benchmarks that measure a cold parse)."""
+    _cached.cache_clear()
+    canonical.cache_clear()
+
+
+@lru_cache(maxsize=4096)
+def _cached(line: str) -> Split:
+    return _uncached(line)
+
+
+def _uncached(line: str) -> Split:
     try:
         return _split(line, 0)
     except Exception as exc:  # the parse must never take a turn down; opaque is the safe answer
@@ -149,7 +169,6 @@ class _Walk:
         self.back = back
         self.commands: list[Command] = []
         self.reasons: list[str] = []
-        self.extra: list[str] = []
         self.risk = Risk.READ_ONLY
         self.pending: dict[int, tuple[list[str], list[Word]]] = {}
 
@@ -157,7 +176,7 @@ class _Walk:
         return self.slice(node.start_byte, node.end_byte)
 
     def slice(self, start: int, end: int) -> str:
-        text = self.src[start:end].decode("utf-8", "surrogatepass")
+        text = self.src[start:end].decode("utf-8", "replace")
         return text.translate(self.back) if self.back else text
 
     def reason(self, why: str) -> None:
@@ -212,7 +231,7 @@ class _Walk:
         if a.opaque:
             self.reason(a.opaque)
         self.risk = max_risk(self.risk, risk)
-        self.commands.append(Command(a.text, tuple(forms), risk, a.opaque, a.written))
+        self.commands.append(Command(a.text, tuple(forms), risk, a.opaque, a.written, tuple(a.paths)))
 
     def nested(self, script: str) -> Split:
         if self.depth >= MAX_DEPTH:

@@ -33,6 +33,7 @@ from .bash import Split, canonical, split
 from .defaults import DEFAULT_DENY, DEFAULT_ORIGIN
 from .globs import escape, normalise
 from .names import CLOUD_AGENT, PATH_RULES, grant_name, is_mcp, rule_names_for
+from .reads import ReadGuard
 from .rules import Rule, RuleError, host_of, parse_rule
 from .shell import max_risk
 
@@ -80,6 +81,7 @@ class Engine:
         self.roots = tuple(roots)
         self._buckets: dict[tuple[str, str], tuple[Rule, ...]] = {}
         self._grant_cache: dict[str, tuple[str, str | Rule]] = {}
+        self._reads: ReadGuard | None = None
 
     @classmethod
     def compile(cls, allow: Iterable[str] = (), ask: Iterable[str] = (), deny: Iterable[str] = (), *,
@@ -210,35 +212,49 @@ class Engine:
         for r in allow:
             if r.matches_line(line):
                 return _by_rule("allow", r, "allow-rule", f"allowed by {_named(r)}")
-        covered = None if opaque else _cover(sp, allow, frozenset())
+        secret = {} if opaque else self._read_guard().check(sp)
+        covered = None if opaque else _cover(sp, allow, frozenset(), secret)
         if covered is not None:
-            used = covered[0]
-            names = ", ".join(dict.fromkeys(r.text for r in used))
-            return Outcome("allow", f"every command is covered ({names}" + (", the rest is read-only)" if len(used) < len(
-                sp.commands) else ")"), used[0].text, used[0].origin, "allow-rule", tuple(dict.fromkeys(r.text for r in used)))
+            used = tuple(dict.fromkeys(r.text for r in covered[0]))
+            rest = ", the rest is read-only" if len(covered[0]) < len(sp.commands) else ""
+            first = covered[0][0]
+            return Outcome("allow", f"every command is covered ({', '.join(used)}{rest})", first.text, first.origin,
+                           "allow-rule", used)
         hit = _first_match(self._bucket("ask", "bash"), line, sp, extras)
         if hit is not None:
             r, form = hit
             return _by_rule("ask", r, "ask-rule", f"{_named(r)} asks for it" + (f" (`{form}`)" if form else ""))
         g = self._grants(grants)
-        covered = None if opaque or not g.commands else _cover(sp, allow, g.commands)
+        covered = None if opaque or not g.commands else _cover(sp, allow, g.commands, secret)
         if covered is not None:
             return Outcome("allow", "allowed for this session (" + ", ".join(covered[1]) + " approved earlier)",
                            None, _GRANT_ORIGIN, "grant", tuple(r.text for r in covered[0]))
         if line.strip() in g.lines:
             return Outcome("allow", "allowed for this session (this exact line was approved earlier)",
                            None, _GRANT_ORIGIN, "grant")
-        if risk is Risk.READ_ONLY:
+        if risk is Risk.READ_ONLY and not secret:
             return Outcome("allow", "every command is read-only", step="risk")
+        if secret:
+            text, (r, path) = next(iter(secret.items()))
+            return Outcome("ask", f"`{text}` may read {path}, and {_named(r)} denies reading there",
+                           r.text, r.origin, "risk", (r.text,))
         if opaque:
             why = "; ".join(sp.reasons) or "the tool could not vouch for it"
             return Outcome("ask", f"no allow rule can vouch for this line: {why}", step="risk")
         todo = [c.text for c in sp.commands if not c.read_only and not any(r.covers(c.text) for r in allow)
                 and c.text not in g.commands]
+        if not todo:
+            return Outcome("ask", f"the bash tool rated this line {risk.value}; no allow rule covers it", step="risk")
         return Outcome("ask", "not covered by an allow rule or grant: " + ", ".join(f"`{t}`" for t in todo)
                        + (" (may destroy data)" if risk is Risk.DESTRUCTIVE else ""), step="risk")
 
     # --- helpers ---------------------------------------------------------------------------
+
+    def _read_guard(self) -> ReadGuard:
+        guard = self._reads
+        if guard is None:
+            guard = self._reads = ReadGuard(self._bucket("deny", "read"), self.home, self.roots)
+        return guard
 
     def _line(self, call: ToolCall) -> str:
         return call.subject or str(call.input.get("command", ""))
@@ -305,9 +321,10 @@ def _first_match(rules: Sequence[Rule], line: str, sp: Split, extras: Sequence[s
     return None
 
 
-def _cover(sp: Split, rules: Sequence[Rule], granted: frozenset[str] | set[str]) -> tuple[list[Rule], list[str]] | None:
+def _cover(sp: Split, rules: Sequence[Rule], granted: frozenset[str] | set[str],
+           secret: Mapping[str, object]) -> tuple[list[Rule], list[str]] | None:
     """Rules and grants that cover every command of a non-opaque line (read-only commands need
-    neither), or None. At least one rule or grant must take part."""
+    neither, unless they read a denied path), or None. At least one rule or grant must take part."""
     if not sp.commands:
         return None
     used_rules: list[Rule] = []
@@ -318,7 +335,7 @@ def _cover(sp: Split, rules: Sequence[Rule], granted: frozenset[str] | set[str])
             used_rules.append(r)
         elif c.text in granted:
             used_grants.append(c.text)
-        elif not c.read_only:
+        elif not c.read_only or c.text in secret:
             return None
     if not used_rules and not used_grants:
         return None

@@ -81,6 +81,7 @@ class Analysis:
     risk: Risk
     opaque: str | None = None
     scripts: list[str] = field(default_factory=list)  # strings eval / sh -c / trap would run
+    paths: list[str] = field(default_factory=list)  # arguments that name files it may read
 
 
 def plain_words(tokens: Sequence[str]) -> list[Word]:
@@ -303,6 +304,33 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
         pos += len(parts[k]) + 1
 
 
+_HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
+
+
+def _paths(cmd: Sequence[Word], redirects: Sequence[str]) -> list[str]:
+    """The arguments (and ``< file`` inputs) that may name a file, ``$HOME`` read as ``~``: the
+    engine checks them against Read deny rules before a read-only command runs unasked."""
+    out: list[str] = []
+    skip_sub = cmd[0].value == "git"  # ``git status``: the sub-command is not a path
+    for w in cmd[1:]:
+        v = w.value
+        if skip_sub and not v.startswith("-"):
+            skip_sub = False
+            continue
+        if v.startswith("-"):
+            if "=" not in v:
+                continue
+            v = v.split("=", 1)[1]
+        if w.dynamic or "$" in v:
+            v = _HOME_VAR.sub("~", v, count=1) if _HOME_VAR.match(v) else ""
+        if v:
+            out.append(v)
+    for r in redirects:
+        if r[:1] == "<" and r[1:2] not in ("<", "&"):
+            out.append(r[1:].strip().strip("'\""))
+    return out
+
+
 def tails(tokens: Sequence[str]) -> list[str]:
     """Every tail of ``tokens`` that starts at a word not an option, bounded as for wrappers."""
     text = " ".join(tokens[:MAX_TAILS])
@@ -329,7 +357,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     bare = " ".join(parts)
     text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
     as_written = " ".join([*assignments, *all_parts, *redirects]) if assignments or start else text
-    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why)
+    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why, paths=_paths(cmd, redirects))
     if as_written != text:
         out.forms.append(as_written)
     if bare != text:

@@ -253,3 +253,14 @@ def test_importing_policy_does_not_import_tree_sitter() -> None:
             "print('tree_sitter' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_brace_then_astral_character_does_not_crash_the_process() -> None:
+    # tree-sitter-bash 0.25.1 segfaults on "{" followed by a 4-byte UTF-8 character
+    # (tree-sitter/tree-sitter-bash#337); split swaps such characters out before parsing.
+    lines = ["{\U00031860", "\x1e\U0001823a{\U000b7472", "{" + chr(0x10FFFF), "echo {a,\U0001f600} && rm x"]
+    code = ("import sys; from cox.policy.bash import split; "
+            f"ss = [split(x) for x in {lines!r}]; print(ss[-1].segments)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "'rm x'" in out.stdout and "\U0001f600" in out.stdout

@@ -366,3 +366,43 @@ def test_reasons_name_the_rule_origin_and_command() -> None:
     assert "`make`" in out.reason
     out = decide(engine(), "echo $(id)")
     assert "$(" in out.reason
+
+
+# --- read-only bash commands that read what a Read deny rule protects --------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "cat ~/.ssh/id_rsa", "head -n 3 /home/alice/.aws/credentials", "cat $HOME/.netrc", 'cat "$HOME/.ssh/id_ed25519"',
+    "cd ~/.ssh && cat id_rsa", "cd && cat .ssh/id_rsa", "cat < ~/.git-credentials", "grep -r secret ~",
+    "rg token /home/alice", "cd ~ && rg aws_secret", "grep --file=~/.ssh/config x", "git status && cat ~/.ssh/config",
+])
+def test_read_only_bash_reading_a_denied_path_asks(line: str) -> None:
+    e = engine(allow=["Bash(git:*)"])
+    out = decide(e, line)
+    assert out.kind == "ask" and out.rule is not None and "denies reading" in out.reason, out
+    assert kind(e, line, policy=ApprovalPolicy.NEVER) == "deny"
+
+
+@pytest.mark.parametrize("line", ["cat README.md", "rg key src", "grep -rn TODO .", "ls ~", "grep key ~/notes.txt",
+                                  "cat /etc/hostname"])
+def test_read_only_bash_elsewhere_still_runs(line: str) -> None:
+    assert kind(engine(), line) == "allow"
+
+
+def test_user_read_deny_rules_guard_bash_reads_too() -> None:
+    e = engine(deny=["Read(./secrets/**)"])
+    assert kind(e, "cat secrets/prod.key") == "ask"
+    assert kind(e, "cat src/a.py") == "allow"
+
+
+@pytest.mark.parametrize("line", [
+    "'rm' -rf x", '"rm" -rf x', "r\\m -rf x", "\\rm -rf x", 'r""m -rf x', "/bin/rm -rf x", "command rm -rf x",
+    "ls; rm -rf x", "ls\nrm -rf x", "ls & rm -rf x", "ls || rm -rf x", "(rm -rf x)", "{ rm -rf x; }",
+    "echo $(rm -rf x)", "echo `rm -rf x`", "cat <(rm -rf x)", "if true; then rm -rf x; fi", "! rm -rf x",
+    "while :; do rm -rf x; done", "f() { rm -rf x; }", "FOO=1 BAR=2 rm -rf x", "nohup nice timeout 5 rm -rf x",
+    "sudo -E env X=1 rm -rf x", "find / -exec rm -rf {} +", "bash -c 'eval \"rm -rf x\"'", "rm -rf x # comment",
+    "x=$(rm -rf x)", "export X=$(rm -rf x)", "cat <<EOF\n$(rm -rf x)\nEOF", "ls |& rm -rf x",
+])
+def test_deny_rm_cannot_be_dodged(line: str) -> None:
+    e = engine(allow=["Bash"], deny=["Bash(rm:*)"])
+    assert kind(e, line, mode=BYPASS) == "deny", line
