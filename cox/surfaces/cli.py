@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli"}
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cox", description="cox: a coding agent for the terminal, scripts and editors")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     p.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
@@ -51,17 +53,17 @@ def _parser() -> argparse.ArgumentParser:
     expand.add_argument("id")
     expand.add_argument("--lines", metavar="A-B")
 
-    for module in ("config_cli", "policy_cli"):
-        try:
-            mod = __import__(f"cox.surfaces.{module}", fromlist=["add_parser"])
-        except ImportError:
-            continue
-        mod.add_parser(sub)
+    # These commands bring their own parsers; import them only when they may be asked for, so
+    # `cox run -p` does not pay for them at start-up.
+    words = set(sys.argv[1:] if argv is None else argv)
+    if words & {*EXTRA_COMMANDS, "-h", "--help"}:
+        for module in EXTRA_COMMANDS.values():
+            __import__(f"cox.surfaces.{module}", fromlist=["add_parser"]).add_parser(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser(argv).parse_args(argv)
     if args.version:
         from cox import __version__
 
@@ -97,6 +99,10 @@ def _dispatch(args: Any) -> int:
         from .config_cli import run as config_run
 
         return int(config_run(args))
+    if cmd == "apply-patch":
+        from .patch_cli import run as patch_run
+
+        return int(patch_run(args))
     if cmd == "policy":
         from .policy_cli import run as policy_run
 

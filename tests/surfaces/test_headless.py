@@ -48,7 +48,7 @@ def test_stream_json_starts_with_session_started_and_ends_with_one_result(tmp_pa
     assert p.returncode == 0, p.stderr
     out = lines(p.stdout)
     assert out[0]["type"] == "session_started" and out[0]["cwd"] == str(ws)
-    assert sorted(out[0]["tools"]) == ["bash", "read", "write"]
+    assert {"apply_patch", "bash", "read", "write"} <= set(out[0]["tools"])
     assert [o["type"] for o in out].count("result") == 1 and out[-1]["type"] == "result"
     res = out[-1]
     assert res["subtype"] == "success" and res["is_error"] is False and res["result"] == "It says alpha."
@@ -229,3 +229,22 @@ def test_demo_runs_offline_and_says_where_the_rollout_is(tmp_path, cox_home):
     assert done == {"toolu_demo_01": "ok", "toolu_demo_02": "ok", "toolu_demo_03": "ok",
                     "toolu_demo_04": "denied", "toolu_demo_05": "ok"}
     assert "hello, demo!" in out or "hello, demo!" in path.read_text()
+
+
+def test_apply_patch_command_and_the_bash_reroute(tmp_path, ws):
+    patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+omega\n*** End Patch\n"
+    p = cox(["apply-patch"], ws, input=patch)
+    assert p.returncode == 0 and "M a.txt" in p.stdout and (ws / "a.txt").read_text() == "omega\n"
+    p = cox(["apply-patch"], ws, input=patch)  # no longer applies: refused whole
+    assert p.returncode == 1 and "cox: apply-patch:" in p.stderr
+    # A model that sends apply_patch through bash gets the tool (and its checkpoint), not a shell.
+    shell = "apply_patch <<'EOF'\n" + patch.replace("-alpha\n+omega", "-omega\n+delta") + "EOF"
+    s = script(tmp_path, [{"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": shell}}]},
+                          {"text": "patched"}])
+    p = cox(["run", "--script", str(s), "-p", "patch", "--permission-mode", "bypassPermissions",
+             "--output-format", "stream-json"], ws)
+    assert p.returncode == 0, p.stderr
+    done = [o for o in lines(p.stdout) if o["type"] == "tool_call_done"][0]
+    assert "run as the apply_patch tool" in done["result"]["visible"]
+    assert (ws / "a.txt").read_text() == "delta\n"
+    assert any(o["type"] == "checkpoint" and o["files"] == ["a.txt"] for o in lines(p.stdout))

@@ -211,25 +211,17 @@ class BashTool(BaseTool):
                           meta={"job": job.id, "pid": proc.pid, "log": str(log)})
 
     def _reroute_patch(self, command: str, call: ToolCall, env: ToolEnv) -> ToolResult | None:
-        try:
-            from .patch.shell import detect_shell_apply_patch
-        except ImportError:
-            return None
+        from .patch.shell import detect_shell_apply_patch
+
         found = detect_shell_apply_patch(command)
         if found is None:
             return None
         from .apply_patch import ApplyPatchTool
 
-        tool = ApplyPatchTool()
-        sub_env = env
-        cd = getattr(found, "cwd", None)
-        if cd:
-            from cox.policy.paths import confine
-
-            sub_env = ToolEnv(**{**env.__dict__, "cwd": confine(cd, env.roots, cwd=env.cwd, home=env.home)})
-        patch = getattr(found, "patch", found)
-        sub = call.model_copy(update={"name": "apply_patch", "input": {"patch": patch}})
-        result = tool.call(sub, sub_env)
+        patch_input: dict[str, Any] = {"patch": found.patch}
+        if found.workdir:
+            patch_input["workdir"] = found.workdir
+        result = ApplyPatchTool().call(call.model_copy(update={"name": "apply_patch", "input": patch_input}), env)
         note = "(this shell call was run as the apply_patch tool)\n"
         return result.model_copy(update={"visible": note + result.visible})
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from cox.protocol.model import ToolSpec
 
+from .apply_patch import ApplyPatchTool
 from .base import BaseTool
 from .bash import BashTool
 from .files import ReadTool, WriteTool
 
 
 def builtin_tools() -> dict[str, BaseTool]:
-    tools: list[BaseTool] = [ReadTool(), WriteTool(), BashTool()]
+    tools: list[BaseTool] = [ReadTool(), WriteTool(), BashTool(), ApplyPatchTool()]
     return {t.name: t for t in tools}
 
 
