@@ -85,6 +85,8 @@ class SessionSettings:
     network: bool = False
     dedup_window_turns: int = 8
     microcompact_after_turns: int = 6
+    checkpoints: bool = True
+    cox_home: Path | None = None
 
 
 def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
@@ -150,6 +152,8 @@ class SessionActor(CoxActor):
 
         self.jobs = Jobs()
         self.sandbox_warned = False
+        self.cp: Any = None
+        self.cp_state = "on" if settings.checkpoints else "off"
         # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
         self.tool_extra: dict[str, Any] = {
             "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
@@ -188,6 +192,8 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._shutdown_turn()
+        if self.cp is not None:
+            self.cp.close()
         stopped = self.jobs.stop_all()
         if stopped:
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
@@ -307,17 +313,43 @@ class SessionActor(CoxActor):
         if self.active is not None:
             self.emit(m.Notice(level="warning", message="cannot rewind while a turn runs; interrupt it first"))
             return
-        if sub.to_turn not in self.turn_starts:
+        # Code can go back to any checkpointed turn, a rewind's own included (that is how a rewind
+        # is undone); the conversation only to a turn it still has.
+        known = sub.to_turn in self.turn_starts or (sub.what == "code" and 1 <= sub.to_turn <= self.last_turn + 1)
+        if not known:
             self.emit(m.Notice(level="warning", message=f"there is no turn {sub.to_turn} to rewind to"))
             return
-        if sub.what in ("code", "both"):
-            self.emit(m.Notice(level="warning",
-                               message="restoring code needs checkpoints, which this build does not record yet; "
-                                       "only the conversation is rewound"))
-        del self.history[self.turn_starts[sub.to_turn]:]
+        if sub.what in ("code", "both") and not self._restore_code(sub.to_turn):
+            return
         self.reads.clear()
+        if sub.what in ("conversation", "both"):
+            del self.history[self.turn_starts[sub.to_turn]:]
         self.turn_starts = {t: i for t, i in self.turn_starts.items() if t < sub.to_turn}
         self.emit(m.Rewound(to_turn=sub.to_turn, what=sub.what))
+
+    def _restore_code(self, to_turn: int) -> bool:
+        """Put every file back as it was when ``to_turn`` began. The rewind's own writes are
+        checkpointed under the next turn number (the one the next turn will also use), so
+        rewinding to that turn brings the later state back."""
+        cp = self._checkpointer()
+        if cp is None:
+            self.emit(m.Notice(level="warning", message="cannot restore code: this session has no checkpoints"))
+            return False
+        from cox.actors.store.checkpoints import CheckpointError
+
+        try:
+            restored = cp.restore(self.s.session_id, to_turn, self.last_turn + 1)
+        except CheckpointError as exc:
+            self.emit(m.Notice(level="error", message=f"rewind failed, nothing was changed: {exc}"))
+            return False
+        self.reads.clear()
+        message = f"restored {len(restored)} file(s) to how they were before turn {to_turn}"
+        if restored:
+            message += ": " + ", ".join(restored[:20]) + (" …" if len(restored) > 20 else "")
+        for path, why in getattr(restored, "not_restorable", {}).items():
+            message += f"\nnot restored: {path} ({why})"
+        self.emit(m.Notice(level="info", message=message))
+        return True
 
     def _sub_shutdown(self, sub: m.Shutdown) -> None:
         self.stop()
@@ -354,7 +386,19 @@ class SessionActor(CoxActor):
         store = self.store()
         if store is not None:
             store.tell(("title", self.s.session_id, text))
+        self._mark(turn.turn, text)
         self._sample(turn)
+
+    def _mark(self, turn: int, text: str) -> None:
+        cp = self._checkpointer()
+        if cp is None:
+            return
+        from cox.actors.store.checkpoints import CheckpointError
+
+        try:
+            cp.marker(self.s.session_id, turn, text)
+        except CheckpointError as exc:
+            self.emit(m.Notice(level="warning", message=f"checkpoint marker failed: {exc}"))
 
     def _sample(self, turn: Turn) -> None:
         if turn.scope.cancelled:
@@ -535,6 +579,23 @@ class SessionActor(CoxActor):
             raise RuntimeError("the store is not running")
         return str(store.ask(("archive_put", data), timeout=30))
 
+    def _checkpointer(self) -> Any:
+        """The session's checkpointer, made on first need; None (after one warning) without git."""
+        if self.cp_state == "off":
+            return None
+        if self.cp is None:
+            from cox.actors.store.checkpoints import Checkpointer
+            from cox.actors.store.layout import Layout, cox_home
+
+            ok, why = Checkpointer.available()
+            if not ok:
+                self.cp_state = "off"
+                self.emit(m.Notice(level="warning", message=f"no checkpoints in this session ({why}); "
+                                                            "/rewind cannot restore code"))
+                return None
+            self.cp = Checkpointer(Layout(self.s.cox_home or cox_home()), self.s.roots[0])
+        return self.cp
+
     def _warn_sandbox_once(self) -> None:
         if self.sandbox_warned or self.s.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
             return
@@ -550,6 +611,9 @@ class SessionActor(CoxActor):
         if call.name == "bash":
             self._warn_sandbox_once()
         env = self._env(turn, call)
+        cp = self._checkpointer() if call.risk is not Risk.READ_ONLY else None
+        if cp is not None:
+            env.extra = {**env.extra, "checkpoint": (cp, self.s.session_id, turn.turn)}
         if not (self.tools[call.name].parallel and call.risk is Risk.READ_ONLY):
             try:
                 self.reads.invalidate(self.tools[call.name].writes(call, env))
@@ -581,12 +645,15 @@ class SessionActor(CoxActor):
         if turn is not None and turn.gen == gen and call_id in turn.running:
             self.emit(m.ToolCallOutput(call_id=call_id, chunk=chunk))
 
-    def _on_tool_done(self, gen: int, call_id: str, result: ToolResult, ms: float) -> None:
+    def _on_tool_done(self, gen: int, call_id: str, result: ToolResult, ms: float,
+                      files: list[str] | None = None) -> None:
         turn = self.active
         if turn is None or turn.gen != gen or call_id not in turn.running:
             return
         turn.running.pop(call_id)
         call = next(c for c in turn.calls if c.id == call_id)
+        if files:
+            self.emit(m.CheckpointEvent(turn=turn.turn, call_id=call_id, files=files))
         if turn.scope.cancelled:
             # It ended because the turn was interrupted: it did not finish, whatever it says.
             partial = f"\n{result.visible}" if result.visible else ""

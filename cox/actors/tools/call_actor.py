@@ -43,10 +43,47 @@ class ToolCallActor(CoxActor):
     def on_receive(self, message: Any) -> Any:
         if message == "run":
             started = time.monotonic()
-            result = self._run()
-            self.reply_to.tell(("tool_done", self.gen, self.call.id, result, (time.monotonic() - started) * 1000))
+            checkpoint = self.env.extra.get("checkpoint")
+            files: list[str] = []
+            if checkpoint is None:
+                result = self._run()
+            else:
+                result, files = self._run_checkpointed(checkpoint)
+            self.reply_to.tell(("tool_done", self.gen, self.call.id, result, (time.monotonic() - started) * 1000,
+                                files))
             self.stop()
         return None
+
+    def _run_checkpointed(self, checkpoint: Any) -> tuple[ToolResult, list[str]]:
+        """Pre-images before the tool writes (or a snapshot around a call that cannot name its
+        files), so the rows exist before the model sees the result. A checkpoint failure is a
+        note in the result, never a failed call."""
+        from cox.actors.store.checkpoints import CheckpointError
+
+        cp, session_id, turn = checkpoint
+        note = ""
+        files: list[str] = []
+        tree: str | None = None
+        try:
+            paths = self.tool.writes(self.call, self.env)
+        except Exception:
+            paths = None
+        try:
+            if paths is None:
+                tree = cp.snapshot()
+            elif paths:
+                files = cp.pre_images(session_id, turn, self.call.id, paths)
+        except CheckpointError as exc:
+            note = f"\n[no checkpoint for this call: {exc}]"
+        result = self._run()
+        if tree is not None:
+            try:
+                files = cp.changes_since(session_id, turn, self.call.id, tree)
+            except CheckpointError as exc:
+                note = f"\n[no checkpoint for this call: {exc}]"
+        if note:
+            result = result.model_copy(update={"visible": result.visible + note})
+        return result, files
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
         from .bash import reap

@@ -1,0 +1,332 @@
+"""The private git repository behind the checkpoints of calls that name no path (bash, MCP).
+
+A snapshot is ``git add -A`` + ``git write-tree`` in a bare repository of our own under
+``$COX_HOME/checkpoints/<hash of root>/`` whose work tree is the workspace root. Everything here
+exists to keep that git away from the user's things and the user's things away from it:
+
+- ``GIT_DIR`` is the private repository and ``GIT_INDEX_FILE`` a private index, so the user's
+  ``.git`` (index, hooks, config, refs) is never read or written. The user's repository is found
+  by reading ``.git`` files in Python, never by running git in it: its config could name an
+  fsmonitor or another command that would run.
+- ``HOME``/``XDG_CONFIG_HOME`` point into the private folder, ``GIT_CONFIG_NOSYSTEM=1`` and
+  ``GIT_CONFIG_GLOBAL=/dev/null``: the user's global and system config (aliases, hooks paths,
+  filters, ``core.autocrlf``) cannot change what is stored. Every inherited ``GIT_*`` variable is
+  dropped, so running cox from inside a git hook cannot redirect us to the user's repository.
+- ``core.hooksPath=/dev/null``, ``core.fsmonitor=false`` and ``safe.directory=*`` go on every
+  command line (command-line config wins over anything in a config file).
+- ``$GIT_DIR/info/attributes`` (highest precedence) unsets ``text``, ``eol``, ``filter``, ``ident``
+  and ``working-tree-encoding`` so a workspace ``.gitattributes`` cannot make the stored blob differ
+  from the bytes on disk: a pre-image must restore byte for byte.
+- ``GIT_ALTERNATE_OBJECT_DIRECTORIES`` is the user's objects folder when the root is inside a
+  repository, so blobs git already has are found there and never copied.
+
+The private index doubles as the stat cache (plus git's untracked cache), so a warm snapshot is
+one stat pass over the work tree and a few milliseconds of process start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+# Unsets every attribute that would make a stored blob differ from the file's bytes.
+_ATTRIBUTES = "* -text !eol -filter -ident -working-tree-encoding\n"
+
+# Safety-critical settings go on the command line too: the private config file could be edited.
+_CMDLINE_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "safe.directory=*",
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "commit.gpgSign=false",
+    "core.quotePath=false",
+    "gc.auto=0",
+)
+
+_PRIVATE_CONFIG = """\
+[core]
+\thooksPath = /dev/null
+\tfsmonitor = false
+\tautocrlf = false
+\tsafecrlf = false
+\tuntrackedCache = true
+\tpreloadIndex = true
+\tquotePath = false
+[gc]
+\tauto = 0
+[commit]
+\tgpgSign = false
+[advice]
+\taddEmbeddedRepo = false
+\taddIgnoredFile = false
+"""
+
+GITLINK = 0o160000
+SYMLINK = 0o120000
+
+
+class GitError(Exception):
+    """A git command failed, timed out or could not start; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserRepo:
+    """Where the repository holding the workspace keeps its objects (and its info/exclude)."""
+
+    objects: Path
+    exclude: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One line of ``git diff-tree --raw``: ``status`` is A (appeared), D (vanished), M or T."""
+
+    status: str
+    old_mode: int
+    new_mode: int
+    old_sha: str
+    path: str
+
+
+def root_hash(root: Path) -> str:
+    """The private repository's folder name: one per workspace root, stable across sessions."""
+    return hashlib.sha256(os.fsencode(str(root))).hexdigest()[:16]
+
+
+def find_user_repo(root: Path) -> UserRepo | None:
+    """The repository ``root`` lives in, found by reading ``.git`` entries (a folder, or a file
+    saying ``gitdir: …`` for worktrees and submodules, whose ``commondir`` names the shared
+    folder). Running ``git rev-parse`` there would read the user's config, which can run commands."""
+    for d in (root, *root.parents):
+        dotgit = d / ".git"
+        try:
+            if dotgit.is_dir():
+                gitdir = dotgit
+            elif dotgit.is_file():
+                text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
+                if not text.startswith("gitdir:"):
+                    return None
+                gitdir = Path(text[len("gitdir:"):].strip())
+                if not gitdir.is_absolute():
+                    gitdir = d / gitdir
+            else:
+                continue
+            common = gitdir
+            commondir = gitdir / "commondir"
+            if commondir.is_file():
+                c = Path(commondir.read_text(encoding="utf-8", errors="replace").strip())
+                common = c if c.is_absolute() else gitdir / c
+            objects = (common / "objects").resolve()
+            if not objects.is_dir():
+                return None
+            exclude = common / "info" / "exclude"
+            return UserRepo(objects, exclude.resolve() if exclude.is_file() else None)
+        except OSError:
+            return None
+    return None
+
+
+def clean_env(home: Path, path: str | None = None) -> dict[str, str]:
+    """The environment every git command runs in: the caller's minus any ``GIT_*`` variable,
+    with config from the user's home and the system switched off."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    if path is not None:
+        env["PATH"] = path
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_ADVICE="0",
+        LC_ALL="C",
+    )
+    return env
+
+
+class PrivateRepo:
+    """A bare repository of cox's own whose work tree is the workspace root."""
+
+    def __init__(self, git: str, git_dir: Path, root: Path, timeout: float) -> None:
+        self.git = git
+        self.git_dir = git_dir
+        self.root = root
+        self.timeout = timeout
+        self.index = git_dir / "cox-index"
+        self.home = git_dir / "home"
+        self.user = find_user_repo(root)
+        self.env = clean_env(self.home)
+        self.env.update(
+            GIT_DIR=str(git_dir),
+            GIT_WORK_TREE=str(root),
+            GIT_INDEX_FILE=str(self.index),
+        )
+        if self.user is not None:
+            self.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.user.objects)
+        self._lock = threading.Lock()
+        self._ready = False
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _config_args(self) -> list[str]:
+        args: list[str] = []
+        for item in _CMDLINE_CONFIG:
+            args += ["-c", item]
+        if self.user is not None and self.user.exclude is not None:
+            # The user's .git/info/exclude is part of what "ignored" means in their checkout.
+            args += ["-c", f"core.excludesFile={self.user.exclude}"]
+        return args
+
+    def run(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,),
+            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run one git command (never through a shell), bounded by a timeout."""
+        cmd = [self.git, *self._config_args(), *args]
+        try:
+            proc = subprocess.run(cmd, input=stdin, env=self.env, cwd=self.root, capture_output=True,
+                                  timeout=self.timeout if timeout is None else timeout, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise GitError(f"git {args[0]} timed out after {e.timeout:g} s in {self.root}") from e
+        except OSError as e:
+            raise GitError(f"git {args[0]} could not start: {e}") from e
+        if proc.returncode not in ok:
+            err = proc.stderr.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+            raise GitError(f"git {args[0]} failed: {err[-2000:]}")
+        return proc
+
+    def ensure(self) -> None:
+        """Create the private repository on first use (no template: no sample hooks copied)."""
+        if self._ready and (self.git_dir / "HEAD").is_file():
+            return
+        if not (self.git_dir / "HEAD").is_file():
+            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+            env = clean_env(self.home)
+            try:
+                proc = subprocess.run(
+                    [self.git, "-c", "init.defaultBranch=main", "init", "--bare", "--quiet",
+                     "--template=", str(self.git_dir)],
+                    env=env, capture_output=True, timeout=self.timeout, check=False)
+            except subprocess.TimeoutExpired as e:
+                raise GitError(f"git init timed out after {e.timeout:g} s") from e
+            except OSError as e:
+                raise GitError(f"git init could not start: {e}") from e
+            if proc.returncode != 0:
+                raise GitError(f"git init failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
+            with open(self.git_dir / "config", "a", encoding="utf-8") as f:
+                f.write(_PRIVATE_CONFIG)
+            (self.git_dir / "workspace-root").write_text(str(self.root) + "\n", encoding="utf-8")
+        (self.git_dir / "info").mkdir(exist_ok=True)
+        attributes = self.git_dir / "info" / "attributes"
+        if not attributes.is_file() or attributes.read_text(encoding="utf-8") != _ATTRIBUTES:
+            attributes.write_text(_ATTRIBUTES, encoding="utf-8")
+        self.home.mkdir(exist_ok=True)
+        self._ready = True
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """One snapshot at a time per root: in this process (threads) and across processes."""
+        with self._lock:
+            self.git_dir.mkdir(parents=True, exist_ok=True)
+            if fcntl is None:  # pragma: no cover
+                yield
+                return
+            with open(self.git_dir / "cox.lock", "a+b") as f:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+    # -- the three operations ------------------------------------------------------------------
+
+    def snapshot(self) -> str:
+        """Stage the whole work tree into the private index and return its tree id."""
+        with self.locked():
+            self.ensure()
+            # --ignore-errors: an unreadable file or one removed while we scan is left out of
+            # the snapshot instead of failing it (git then exits 1 without "fatal:").
+            proc = self.run("add", "--all", "--ignore-errors", ok=(0, 1))
+            if proc.returncode != 0 and b"fatal:" in proc.stderr:
+                raise GitError(f"git add failed: {proc.stderr.decode('utf-8', 'replace').strip()[-2000:]}")
+            tree = self.run("write-tree").stdout.decode("ascii").strip()
+        if len(tree) < 40:
+            raise GitError(f"git write-tree printed no tree id: {tree!r}")
+        return tree
+
+    def diff(self, before: str, after: str) -> list[Change]:
+        """What differs between two trees, file by file (renames split into D + A)."""
+        if before == after:
+            return []
+        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+                       before, after).stdout
+        parts = out.split(b"\0")
+        changes: list[Change] = []
+        i = 0
+        while i + 1 < len(parts):
+            meta = parts[i].decode("ascii")
+            path = os.fsdecode(parts[i + 1])
+            i += 2
+            if not meta.startswith(":"):
+                continue
+            old_mode, new_mode, old_sha, _new_sha, status = meta[1:].split(" ")
+            changes.append(Change(status[0], int(old_mode, 8), int(new_mode, 8), old_sha, path))
+        return changes
+
+    def sizes(self, shas: list[str]) -> dict[str, int]:
+        """The size of each blob, without reading it (``cat-file --batch-check``)."""
+        if not shas:
+            return {}
+        out = self.run("cat-file", "--batch-check", stdin=("\n".join(shas) + "\n").encode()).stdout
+        sizes: dict[str, int] = {}
+        for line in out.decode("ascii", "replace").splitlines():
+            bits = line.split()
+            if len(bits) == 3 and bits[1] == "blob":
+                sizes[bits[0]] = int(bits[2])
+        return sizes
+
+    def blobs(self, shas: list[str], budget: int = 64 * 1024 * 1024) -> Iterator[tuple[str, bytes]]:
+        """The bytes of each blob, read in batches of at most ``budget`` bytes so a bash call
+        that rewrote many files never holds all their pre-images in memory at once."""
+        sizes = self.sizes(shas)
+        batch: list[str] = []
+        total = 0
+        for sha in shas:
+            if sha not in sizes:
+                continue
+            if batch and total + sizes[sha] > budget:
+                yield from self._read_batch(batch)
+                batch, total = [], 0
+            batch.append(sha)
+            total += sizes[sha]
+        if batch:
+            yield from self._read_batch(batch)
+
+    def _read_batch(self, shas: list[str]) -> Iterator[tuple[str, bytes]]:
+        out = self.run("cat-file", "--batch", stdin=("\n".join(shas) + "\n").encode()).stdout
+        pos = 0
+        while pos < len(out):
+            nl = out.index(b"\n", pos)
+            header = out[pos:nl].decode("ascii", "replace").split()
+            pos = nl + 1
+            if len(header) != 3:  # "<sha> missing"
+                continue
+            size = int(header[2])
+            yield header[0], out[pos:pos + size]
+            pos += size + 1
+
+
+def which_git(path: str | None = None) -> str | None:
+    """The git executable on PATH (or on ``path``), or None."""
+    return shutil.which("git", path=path)
