@@ -49,6 +49,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sessions.add_argument("--limit", type=int, default=30)
     sessions.add_argument("--json", action="store_true")
 
+    sub.add_parser("doctor", help="check keys, config, sandbox, git and tools on this machine")
+
     expand = sub.add_parser("expand", help="print an archived tool output")
     expand.add_argument("id")
     expand.add_argument("--lines", metavar="A-B")
@@ -91,6 +93,10 @@ def _dispatch(args: Any) -> int:
         from .commands import cmd_sessions
 
         return cmd_sessions(args)
+    if cmd == "doctor":
+        from .doctor import run as doctor_run
+
+        return doctor_run(args)
     if cmd == "expand":
         from .commands import cmd_expand
 

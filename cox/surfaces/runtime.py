@@ -43,7 +43,7 @@ class App:
         return self.root.whereis("store")
 
     def open_session(self, settings: SessionSettings, provider: Provider, tools: dict[str, Any], engine: Any,
-                     resumed: Rebuilt | None = None) -> SessionHandle:
+                     resumed: Rebuilt | None = None, hooks: Any = None) -> SessionHandle:
         events: queue.Queue[tuple[Any, str]] = queue.Queue()
         holder = ScopeHolder()
         name = f"session:{settings.session_id}"
@@ -53,7 +53,7 @@ class App:
 
         self.sessions.start_child(ChildSpec(
             name,
-            lambda: SessionActor.start(settings, provider, tools, engine, self.store, [sink], holder, resumed),
+            lambda: SessionActor.start(settings, provider, tools, engine, self.store, [sink], holder, resumed, hooks),
             restart=Restart.TEMPORARY, shutdown_timeout=10.0,
         ))
         return SessionHandle(self, settings.session_id, name, holder, events)

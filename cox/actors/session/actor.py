@@ -33,7 +33,7 @@ from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.actors.tools.call_actor import ToolCallActor
 from cox.policy.redact import scrub
 from cox.protocol import messages as m
-from cox.protocol.interfaces import Provider
+from cox.protocol.interfaces import Hook, Provider
 from cox.protocol.types import (
     ApprovalPolicy,
     Decision,
@@ -127,7 +127,7 @@ class ScopeHolder:
 class SessionActor(CoxActor):
     def __init__(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
                  store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink], holder: ScopeHolder,
-                 resumed: Rebuilt | None = None) -> None:
+                 resumed: Rebuilt | None = None, hooks: Hook | None = None) -> None:
         super().__init__()
         self.s = settings
         self.provider = provider
@@ -147,6 +147,7 @@ class SessionActor(CoxActor):
         self.denials: list[dict[str, Any]] = []
         self.usage_total = Usage(model=settings.model)
         self.closing = False
+        self.hooks = hooks
         self.resumed = resumed
         from cox.actors.tools.jobs import Jobs
 
@@ -381,7 +382,13 @@ class SessionActor(CoxActor):
         turn.stop_watchdog = scheduler.call_every(WATCHDOG_S, tick)
         self.turn_starts[turn.turn] = len(self.history)
         self.emit(m.TurnStarted(turn=turn.turn))
+        reply = self._hook("UserPromptSubmit", {"prompt": text})
+        if reply and isinstance(reply.get("prompt"), str):
+            text = reply["prompt"]
         self.emit(m.UserMessage(turn=turn.turn, text=text))
+        if reply and reply.get("block"):
+            self._finish(StopReason.DENIED, f"a UserPromptSubmit hook blocked the prompt: {reply['block']}")
+            return
         self._add(h.user_text(text))
         store = self.store()
         if store is not None:
@@ -476,6 +483,10 @@ class SessionActor(CoxActor):
         if not uses:
             if result.stop == "refusal":
                 self.emit(m.Notice(level="warning", message="the model declined to continue; rephrase the request"))
+            if not turn.steer:
+                reply = self._hook("Stop", {"turn": turn.turn})
+                if reply and isinstance(reply.get("continue"), str) and reply["continue"]:
+                    turn.steer.append(reply["continue"])  # the hook keeps the turn going
             if turn.steer:
                 self._sample(turn)
             else:
@@ -507,6 +518,13 @@ class SessionActor(CoxActor):
             prepared.append((call, early))
             self.emit(m.ToolCallRequested(call=call))
         for call, early in prepared:
+            if early is None:
+                reply = self._hook("PreToolUse", {"tool": call.name, "input": call.input, "subject": call.subject})
+                if reply and reply.get("deny"):
+                    early = ToolResult.denied(f"denied by a PreToolUse hook: {reply['deny']}")
+                elif reply and isinstance(reply.get("input"), dict):
+                    call = self._describe(call.model_copy(update={"input": reply["input"]}))
+                    self._replace_call(turn, call)
             if early is not None:
                 self._deliver(turn, call, early)
                 continue
@@ -654,6 +672,9 @@ class SessionActor(CoxActor):
         call = next(c for c in turn.calls if c.id == call_id)
         if files:
             self.emit(m.CheckpointEvent(turn=turn.turn, call_id=call_id, files=files))
+        if self.hooks is not None:  # only for calls that really ran
+            self._hook("PostToolUse", {"tool": call.name, "input": call.input, "status": result.status.value,
+                                       "output": result.visible})
         if turn.scope.cancelled:
             # It ended because the turn was interrupted: it did not finish, whatever it says.
             partial = f"\n{result.visible}" if result.visible else ""
@@ -711,6 +732,7 @@ class SessionActor(CoxActor):
         if result.ok and not result.visible.startswith("unchanged since #"):
             self.reads.remember(call, turn.turn)
 
+
     def _add(self, message: dict[str, Any]) -> None:
         """Append to the history, tagged with its turn (microcompaction ages results by turn)."""
         message["_turn"] = self.last_turn
@@ -723,6 +745,18 @@ class SessionActor(CoxActor):
             block["_archive"] = result.archive_id
             block["_label"] = f"{call.name} {call.subject}".strip()
         return block
+
+    def _hook(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """The hook seam: UserPromptSubmit may rewrite (``prompt``) or ``block``; PreToolUse may
+        ``deny`` or replace ``input``; PostToolUse observes; Stop may ``continue`` with a message.
+        A broken hook is a warning and an absence, never a failed turn."""
+        if self.hooks is None:
+            return None
+        try:
+            return self.hooks.run(point, payload)
+        except Exception as exc:
+            self.emit(m.Notice(level="warning", message=f"{point} hook failed and was skipped: {exc}"))
+            return None
 
     def _maybe_next(self, turn: Turn) -> None:
         if self.active is not turn or not turn.calls or not turn.batch_done():

@@ -1,0 +1,76 @@
+"""``cox doctor``: what works on this machine and what to do about what does not.
+
+One row per check, ``ok`` / ``warn`` / ``fail``, with the fix in the row. Exit 1 when a check
+failed (cox cannot run a session), 0 otherwise — warnings are things cox works around.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from cox.actors.store.layout import cox_home
+
+
+def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
+    env = dict(os.environ) if env is None else env
+    rows: list[tuple[str, str, str]] = []
+    home = cox_home(env)
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / ".doctor-probe"
+        probe.write_text("ok")
+        probe.unlink()
+        rows.append(("ok", "cox home", str(home)))
+    except OSError as exc:
+        rows.append(("fail", "cox home", f"{home} is not writable ({exc.strerror}); set COX_HOME to a folder you own"))
+    from cox.config import ConfigError, load_config
+
+    config: Any = None
+    try:
+        config = load_config(cwd, cox_home=home, env=env)
+        files = ", ".join(str(f) for f in config.files) or "defaults only"
+        rows.append(("ok", "config", files))
+        for w in config.warnings:
+            rows.append(("warn", "config", w))
+    except ConfigError as exc:
+        rows.append(("fail", "config", str(exc)))
+    keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY") if env.get(k)]
+    if keys:
+        rows.append(("ok", "model keys", ", ".join(keys) + " set"))
+    else:
+        rows.append(("warn", "model keys", "none set: set ANTHROPIC_API_KEY or OPENAI_API_KEY (cox demo runs without)"))
+    if config is not None:
+        from cox.actors.session.pricing import price_for
+
+        model = config.core.model
+        if price_for(model) is None:
+            rows.append(("warn", "model price", f"{model} has no price in the catalog: its cost shows as $0"))
+        else:
+            rows.append(("ok", "model price", f"{model} is priced"))
+    from cox.actors.tools.shell_env import sandbox_status
+
+    ok, why = sandbox_status()
+    rows.append(("ok" if ok else "warn", "sandbox", why if ok else f"{why}; shell commands would run unsandboxed"))
+    from cox.actors.store.checkpoints import Checkpointer
+
+    ok, why = Checkpointer.available()
+    rows.append(("ok" if ok else "warn", "checkpoints", why if ok else f"{why}: install git for /rewind of code"))
+    rg = shutil.which("rg")
+    rows.append(("ok" if rg else "warn", "ripgrep", rg or "not found: grep uses the slower built-in search"))
+    return rows
+
+
+def run(args: Any) -> int:
+    cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
+    rows = checks(cwd)
+    width = max(len(name) for _, name, _ in rows)
+    for status, name, text in rows:
+        print(f"{status:<4}  {name:<{width}}  {text}")
+    from cox import __version__
+
+    print(f"python {sys.version.split()[0]} · cox {__version__}")
+    return 1 if any(s == "fail" for s, _, _ in rows) else 0
