@@ -43,7 +43,7 @@ def run_session(workspace: Path, home: Path, replies: list[dict[str, Any]], prom
                 react: React | None = None, tools: dict[str, Any] | None = None, max_turns: int = 20,
                 turns: int | None = None, timeout: float = 20.0, app: App | None = None,
                 resumed: Any = None, session_id: str | None = None, budget_usd: float | None = None,
-                hooks: Any = None, **settings_extra: Any) -> Run:
+                hooks: Any = None, deferred: dict[str, Any] | None = None, **settings_extra: Any) -> Run:
     prompts = [prompts] if isinstance(prompts, str) else prompts
     provider = ScriptedProvider({"model": "scripted", "replies": replies})
     engine = Engine.compile(allow or [], ask or [], deny or [], home=home, roots=[workspace])
@@ -56,7 +56,7 @@ def run_session(workspace: Path, home: Path, replies: list[dict[str, Any]], prom
     app = app or App(home)
     run = Run(provider=provider, settings=settings)
     try:
-        handle = app.open_session(settings, provider, tools or builtin_tools(), engine, resumed, hooks)
+        handle = app.open_session(settings, provider, tools or builtin_tools(), engine, resumed, hooks, deferred)
         run.handle = handle
         pending = list(prompts)
         handle.submit(m.UserTurn(text=pending.pop(0)))

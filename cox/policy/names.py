@@ -14,7 +14,7 @@ CLOUD_AGENT = "cloud_agent"
 _EDITS = frozenset({"edit", "write", "apply_patch", "rename_symbol"})
 
 RULE_TOOLS: dict[str, frozenset[str]] = {
-    "Read": frozenset({"read", "grep", "glob", "diagnostics", "definition", "references"}),
+    "Read": frozenset({"read", "grep", "glob", "ls", "diagnostics", "definition", "references"}),
     "Grep": frozenset({"grep"}),
     "Glob": frozenset({"glob"}),
     "Edit": _EDITS,

@@ -43,7 +43,8 @@ class App:
         return self.root.whereis("store")
 
     def open_session(self, settings: SessionSettings, provider: Provider, tools: dict[str, Any], engine: Any,
-                     resumed: Rebuilt | None = None, hooks: Any = None) -> SessionHandle:
+                     resumed: Rebuilt | None = None, hooks: Any = None,
+                     deferred: dict[str, Any] | None = None) -> SessionHandle:
         events: queue.Queue[tuple[Any, str]] = queue.Queue()
         holder = ScopeHolder()
         name = f"session:{settings.session_id}"
@@ -53,7 +54,8 @@ class App:
 
         self.sessions.start_child(ChildSpec(
             name,
-            lambda: SessionActor.start(settings, provider, tools, engine, self.store, [sink], holder, resumed, hooks),
+            lambda: SessionActor.start(settings, provider, tools, engine, self.store, [sink], holder, resumed, hooks,
+                                       deferred),
             restart=Restart.TEMPORARY, shutdown_timeout=10.0,
         ))
         return SessionHandle(self, settings.session_id, name, holder, events)

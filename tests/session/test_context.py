@@ -64,3 +64,23 @@ def test_old_big_results_are_sent_as_pointers(tmp_path, cox_home):
     # the rollout keeps the whole result
     rollout = (cox_home / "sessions" / f"{run.settings.session_id}.jsonl").read_text()
     assert "line 299 of a long file" in rollout
+
+
+def test_a_deferred_tool_joins_through_tool_search(tmp_path, cox_home):
+    from cox.actors.tools.search import LsTool
+
+    class Tree(LsTool):
+        name = "tree"
+        description = "list a folder as a tree (deferred)"
+
+    ws = _ws(tmp_path)
+    run = run_session(ws, cox_home, [
+        {"tool_calls": [{"id": "s1", "name": "tool_search", "input": {"query": "tree folder"}}]},
+        {"tool_calls": [{"id": "t1", "name": "tree", "input": {"path": "."}}]},
+        {"text": "done"},
+    ], "list", deferred={"tree": Tree()})
+    reqs = run.provider.requests
+    assert "tree" not in reqs[0].system[0] and '"name":"tree"' in reqs[1].system[0]
+    assert reqs[1].system[1:3] == reqs[0].system[1:3]
+    assert any("cache prefix changed" in e.message for e in run.of("notice"))
+    assert run.of("tool_call_done")[-1].result.ok and "a.txt" in run.of("tool_call_done")[-1].result.visible

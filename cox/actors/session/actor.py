@@ -127,7 +127,8 @@ class ScopeHolder:
 class SessionActor(CoxActor):
     def __init__(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
                  store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink], holder: ScopeHolder,
-                 resumed: Rebuilt | None = None, hooks: Hook | None = None) -> None:
+                 resumed: Rebuilt | None = None, hooks: Hook | None = None,
+                 deferred: dict[str, BaseTool] | None = None) -> None:
         super().__init__()
         self.s = settings
         self.provider = provider
@@ -159,7 +160,11 @@ class SessionActor(CoxActor):
         self.tool_extra: dict[str, Any] = {
             "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
             "network": settings.network, "jobs": self.jobs, "archive": self._archive_put,
+            "todos": [], "deferred_tools": [{"name": t.name, "description": t.description}
+                                            for t in (deferred or {}).values()],
+            "activated_tools": [],
         }
+        self.deferred: dict[str, BaseTool] = dict(deferred or {})
         if resumed is not None:
             self.history = resumed.history
             self.turn_starts = resumed.turn_starts
@@ -672,6 +677,8 @@ class SessionActor(CoxActor):
         call = next(c for c in turn.calls if c.id == call_id)
         if files:
             self.emit(m.CheckpointEvent(turn=turn.turn, call_id=call_id, files=files))
+        if call.name == "tool_search":
+            self._activate_deferred()
         if self.hooks is not None:  # only for calls that really ran
             self._hook("PostToolUse", {"tool": call.name, "input": call.input, "status": result.status.value,
                                        "output": result.visible})
@@ -745,6 +752,20 @@ class SessionActor(CoxActor):
             block["_archive"] = result.archive_id
             block["_label"] = f"{call.name} {call.subject}".strip()
         return block
+
+    def _activate_deferred(self) -> None:
+        """Deferred tools chosen through tool_search join the tool set. That changes system[0],
+        so every cached prefix is invalidated once: say so."""
+        names = [n for n in self.tool_extra.get("activated_tools", []) if n in self.deferred and n not in self.tools]
+        if not names:
+            return
+        for name in names:
+            self.tools[name] = self.deferred[name]
+        from cox.actors.tools.registry import specs
+
+        self.assembler.set_tools(specs(self.tools))
+        self.emit(m.Notice(level="info", message=f"tools added: {', '.join(names)}; the prompt cache prefix "
+                                                  "changed once because the tool list did"))
 
     def _hook(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """The hook seam: UserPromptSubmit may rewrite (``prompt``) or ``block``; PreToolUse may

@@ -101,6 +101,11 @@ class Assembler:
         self.max_output_tokens = max_output_tokens
         self.stable = [tool_block(self.specs), SYSTEM_PROMPT, instruction_block(cwd)]
 
+    def set_tools(self, specs: list[ToolSpec]) -> None:
+        """The tool set really changed (a deferred tool joined): the one time system[0] changes."""
+        self.specs = sorted(specs, key=lambda s: s.name)
+        self.stable[0] = tool_block(self.specs)
+
     def build(self, history: list[dict[str, Any]], turn: int = 0) -> ModelRequest:
         return ModelRequest(
             model=self.model,

@@ -10,6 +10,7 @@ from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
+from .images import read_image
 
 BINARY_SNIFF = 8192
 
@@ -62,6 +63,9 @@ class ReadTool(BaseTool):
             return ToolResult.error(f"{display(path, env)} is a folder, not a file")
         if not path.exists():
             return ToolResult.error(f"{display(path, env)} does not exist")
+        image = read_image(path)
+        if image is not None:
+            return image  # offset and limit do not apply to images
         with open(path, "rb") as f:
             data = f.read()
         if b"\0" in data[:BINARY_SNIFF]:

@@ -7,11 +7,17 @@ from cox.protocol.model import ToolSpec
 from .apply_patch import ApplyPatchTool
 from .base import BaseTool
 from .bash import BashTool
+from .deferred import ToolSearchTool
+from .edit import EditTool
 from .files import ReadTool, WriteTool
+from .search import GlobTool, GrepTool, LsTool
+from .todo import TodoWriteTool
+from .web import WebFetchTool
 
 
 def builtin_tools() -> dict[str, BaseTool]:
-    tools: list[BaseTool] = [ReadTool(), WriteTool(), BashTool(), ApplyPatchTool()]
+    tools: list[BaseTool] = [ReadTool(), WriteTool(), EditTool(), ApplyPatchTool(), BashTool(), GrepTool(),
+                             GlobTool(), LsTool(), WebFetchTool(), TodoWriteTool(), ToolSearchTool()]
     return {t.name: t for t in tools}
 
 

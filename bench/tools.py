@@ -1,0 +1,101 @@
+"""Tool figures: what running a tool through its actor adds, bash `true` end to end with the
+sandbox, and (via bench/checkpoints.py) the warm checkpoint snapshot on a 10,000-file repository.
+
+    .venv/bin/python bench/tools.py
+
+Figures only: nothing here passes or fails.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pykka
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from cox.actors.tools.base import ToolEnv  # noqa: E402
+from cox.actors.tools.bash import BashTool  # noqa: E402
+from cox.actors.tools.call_actor import ToolCallActor  # noqa: E402
+from cox.actors.tools.files import ReadTool  # noqa: E402
+from cox.actors.tools.shell_env import login_environment, sandbox_status  # noqa: E402
+from cox.protocol.types import Risk, SandboxMode, ToolCall  # noqa: E402
+from cox.supervisors import CancelScope  # noqa: E402
+
+RUNS = 200
+
+
+def through_actor(tool: Any, call: ToolCall, env: ToolEnv, inbox: Any, proxy_done: threading.Event) -> float:
+    proxy_done.clear()
+    t = time.perf_counter()
+    ref = ToolCallActor.start(tool, call, env, inbox, 1, None, {})
+    ref.tell("run")
+    proxy_done.wait(30)
+    return (time.perf_counter() - t) * 1000
+
+
+def direct(tool: Any, call: ToolCall, env: ToolEnv) -> float:
+    t = time.perf_counter()
+    tool.call(call, env)
+    return (time.perf_counter() - t) * 1000
+
+
+def main() -> None:
+    ws = Path(tempfile.mkdtemp(prefix="cox-bench-tools-"))
+    (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(200)))
+    env = ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope(), extra={"sandbox_mode": SandboxMode.WORKSPACE_WRITE})
+    done = threading.Event()
+    ref = _start_inbox(done)
+    read = ToolCall(id="r", name="read", input={"path": "a.txt"}, risk=Risk.READ_ONLY)
+    tool = ReadTool()
+    for _ in range(20):
+        through_actor(tool, read, env, ref, done)
+    actor_ms = [through_actor(tool, read, env, ref, done) for _ in range(RUNS)]
+    direct_ms = [direct(tool, read, env) for _ in range(RUNS)]
+    overhead = statistics.median(actor_ms) - statistics.median(direct_ms)
+    print(f"read through its actor: median {statistics.median(actor_ms):.2f} ms, the read itself "
+          f"{statistics.median(direct_ms):.2f} ms → overhead {overhead:.2f} ms (goal ≤ 2)")
+
+    login_environment()  # the one-time login-shell snapshot is paid once per process, not per call
+    ok, why = sandbox_status()
+    bash = BashTool()
+    true_call = ToolCall(id="b", name="bash", input={"command": "true"})
+    for _ in range(5):
+        through_actor(bash, true_call, env, ref, done)
+    sandboxed = [through_actor(bash, true_call, env, ref, done) for _ in range(50)]
+    bare_env = ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope(), extra={"sandbox_mode": SandboxMode.DANGER_FULL_ACCESS})
+    bare = [through_actor(bash, true_call, bare_env, ref, done) for _ in range(50)]
+    floor = []
+    for _ in range(20):
+        t = time.perf_counter()
+        subprocess.run(["bash", "-c", "true"], check=True)
+        floor.append((time.perf_counter() - t) * 1000)
+    print(f"bash `true` end to end: {statistics.median(sandboxed):.1f} ms with the sandbox "
+          f"({'bubblewrap' if ok else 'UNAVAILABLE: ' + why}), {statistics.median(bare):.1f} ms without "
+          f"(goal ≤ 15 with it; floor: subprocess bash -c true {statistics.median(floor):.1f} ms)")
+    pykka.ActorRegistry.stop_all(timeout=5)
+    print("checkpoint snapshot (bench/checkpoints.py):", flush=True)
+    subprocess.run([sys.executable, str(ROOT / "bench" / "checkpoints.py")], check=False)
+
+
+def _start_inbox(done: threading.Event) -> Any:
+    """Stands in for the session: hands each tool_done to the waiting benchmark thread."""
+
+    class Relay(pykka.ThreadingActor):
+        def on_receive(self, message: Any) -> None:
+            if message[0] == "tool_done":
+                done.set()
+
+    return Relay.start()
+
+
+if __name__ == "__main__":
+    main()

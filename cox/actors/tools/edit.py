@@ -1,0 +1,281 @@
+"""``edit``: replace an exact string in a file, and answer with the diff.
+
+An edit is only as good as the model's idea of the file, so it refuses rather than guesses: a
+string that is not there gets the nearest candidate lines (the model usually misremembered
+whitespace or a line), and a string that is there more than once gets every place it occurs
+(the model adds context or asks for ``replace_all``).
+
+The file is matched with ``\\r\\n`` read as ``\\n``, so a model that writes ``\\n`` can edit a
+CRLF file; the bytes around the change are kept exactly, the new text takes the file's line
+ending, and the encoding (UTF-8, with or without BOM, UTF-16 with BOM, else Latin-1 byte for
+byte) is kept. The file is replaced atomically, as ``write`` does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cox.protocol.types import Risk, ToolCall, ToolResult
+
+from .base import BaseTool, ToolEnv, ToolInputError
+from .files import BINARY_SNIFF, display, resolve
+
+MAX_CANDIDATES = 3
+MAX_CANDIDATE_LINES = 8  # lines shown of each candidate window
+MAX_LINE_NUMBERS = 20  # line numbers listed for an ambiguous match
+SCAN_BUDGET = 4_000_000  # characters compared when looking for near matches, to bound the work
+DIFF_CONTEXT = 2
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A file's text with how to turn it back into the same bytes."""
+
+    text: str
+    bom: bytes
+    encoding: str
+
+    def encode(self, text: str) -> bytes:
+        try:
+            return self.bom + text.encode(self.encoding)
+        except UnicodeEncodeError as exc:
+            raise ToolInputError(f"the new text cannot be written in the file's encoding ({self.encoding}): "
+                                 f"{exc.reason} at {text[exc.start:exc.end]!r}") from exc
+
+
+def decode(data: bytes) -> Decoded | None:
+    """The text of ``data``, or None for a binary file."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return Decoded(data[len(bom) :].decode(encoding), bom, encoding)
+            except UnicodeDecodeError:
+                return None
+    if b"\0" in data[:BINARY_SNIFF]:
+        return None
+    try:
+        return Decoded(data.decode("utf-8"), b"", "utf-8")
+    except UnicodeDecodeError:
+        return Decoded(data.decode("latin-1"), b"", "latin-1")  # every byte round-trips
+
+
+class Normalised:
+    """``text`` with each ``\\r\\n`` read as ``\\n``, and the way back to positions in ``text``."""
+
+    def __init__(self, text: str) -> None:
+        self.original = text
+        self.text = text.replace("\r\n", "\n")
+        # Normalised positions of the "\n" whose "\r" was dropped, in order.
+        self.dropped: list[int] = []
+        if len(self.text) != len(text):
+            shift = 0
+            for m in re.finditer("\r\n", text):
+                self.dropped.append(m.start() - shift)
+                shift += 1
+        crlf = len(self.dropped)
+        self.newline = "\r\n" if crlf and crlf >= self.text.count("\n") - crlf else "\n"
+
+    def original_index(self, i: int) -> int:
+        """Where normalised position ``i`` starts in the original (a ``\\r\\n`` included whole)."""
+        return i + bisect.bisect_left(self.dropped, i)
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _numbered(lines: list[str], first: int, indent: str = "  ") -> list[str]:
+    width = len(str(first + len(lines)))
+    shown = [f"{indent}{n:>{width}}\t{line}" for n, line in enumerate(lines[:MAX_CANDIDATE_LINES], start=first)]
+    if len(lines) > MAX_CANDIDATE_LINES:
+        shown.append(f"{indent}… {len(lines) - MAX_CANDIDATE_LINES} more lines")
+    return shown
+
+
+def _squash(s: str) -> str:
+    return " ".join(s.split())
+
+
+def near_matches(text: str, old: str) -> list[tuple[int, int, float]]:
+    """The windows of ``len(old)`` lines that look most like ``old``: (first line, last line,
+    similarity), best first, not overlapping. Whitespace runs count as one space."""
+    lines = text.split("\n")
+    want = [_squash(x) for x in old.strip("\n").split("\n")]
+    size = max(1, len(want))
+    target = "\n".join(want)
+    squashed = [_squash(x) for x in lines]
+    budget = SCAN_BUDGET
+    scored: list[tuple[float, int]] = []
+    for start in range(max(1, len(lines) - size + 1)):
+        window = "\n".join(squashed[start : start + size])
+        budget -= len(window) + len(target)
+        if budget < 0:
+            break
+        sm = difflib.SequenceMatcher(None, window, target, autojunk=False)
+        if sm.real_quick_ratio() < 0.5 or sm.quick_ratio() < 0.5:
+            continue
+        ratio = sm.ratio()
+        if ratio >= 0.5:
+            scored.append((ratio, start))
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    chosen: list[tuple[int, int, float]] = []
+    for ratio, start in scored:
+        first, last = start + 1, min(len(lines), start + size)
+        if any(first <= b and last >= a for a, b, _ in chosen):
+            continue  # overlaps a better candidate
+        chosen.append((first, last, ratio))
+        if len(chosen) == MAX_CANDIDATES:
+            break
+    return chosen
+
+
+def _line_number_prefixes(old: str) -> str | None:
+    """``old`` without the ``  12\\t`` prefixes ``read`` puts on lines, if every line has one."""
+    lines = old.split("\n")
+    if lines and all(re.match(r"\s*\d+\t", x) for x in lines if x):
+        return "\n".join(re.sub(r"^\s*\d+\t", "", x) for x in lines)
+    return None
+
+
+def not_found(text: str, old: str, where: str) -> str:
+    parts = [f"old_string was not found in {where}; nothing was changed."]
+    stripped = _line_number_prefixes(old)
+    if stripped is not None and stripped in text:
+        parts.append("It matches once the line-number prefixes from read are removed: "
+                     "leave out the number and tab at the start of each line.")
+    elif _squash(old) and _squash(old) in _squash(text):
+        parts.append("The text is there with different whitespace or indentation: copy it exactly.")
+    candidates = near_matches(text, old)
+    if candidates:
+        lines = text.split("\n")
+        parts.append("Nearest candidates:")
+        for first, last, ratio in candidates:
+            label = f"line {first}" if first == last else f"lines {first}–{last}"
+            parts.append(f"  {label} ({ratio:.0%} similar):")
+            parts.extend(_numbered(lines[first - 1 : last], first, indent="    "))
+    else:
+        parts.append("No similar lines either: read the file again before editing it.")
+    return "\n".join(parts)
+
+
+def _diff(before: str, after: str, where: str) -> tuple[str, int, int]:
+    diff = list(difflib.unified_diff(before.split("\n"), after.split("\n"), f"a/{where}", f"b/{where}",
+                                     n=DIFF_CONTEXT, lineterm=""))
+    added = sum(1 for x in diff if x.startswith("+") and not x.startswith("+++"))
+    removed = sum(1 for x in diff if x.startswith("-") and not x.startswith("---"))
+    return "\n".join(diff), added, removed
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".cox-tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class EditTool(BaseTool):
+    name = "edit"
+    description = (
+        "Replace an exact string in an existing file. old_string must match the file exactly (whitespace "
+        "included, without read's line-number prefixes) and only once, unless replace_all is set; add "
+        "surrounding lines to make it unique. Returns the diff. Use write to create a file."
+    )
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "old_string": {"type": "string", "description": "the exact text to replace"},
+            "new_string": {"type": "string", "description": "the text to put instead"},
+            "replace_all": {"type": "boolean", "description": "replace every occurrence (default false)"},
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    }
+    parallel = False
+    required = ("path", "old_string", "new_string")
+
+    def risk(self, call_input: dict[str, Any]) -> Risk:
+        return Risk.WRITE
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        try:
+            return str(resolve(call_input, env))
+        except Exception:
+            return str(call_input.get("path", ""))
+
+    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        return [resolve(call.input, env)]
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        path = resolve(call.input, env)
+        old, new = call.input.get("old_string"), call.input.get("new_string")
+        if not isinstance(old, str) or not isinstance(new, str):
+            raise ToolInputError("'old_string' and 'new_string' must be strings")
+        replace_all = call.input.get("replace_all", False)
+        if not isinstance(replace_all, bool):
+            raise ToolInputError("'replace_all' must be true or false")
+        where = display(path, env)
+        if old == new:
+            return ToolResult.error("old_string and new_string are the same; there is nothing to change")
+        if not old:
+            return ToolResult.error("old_string is empty; give the text to replace (use write to create a file)")
+        if path.is_dir():
+            return ToolResult.error(f"{where} is a folder, not a file")
+        if not path.exists():
+            return ToolResult.error(f"{where} does not exist; use write to create it")
+        decoded = decode(path.read_bytes())
+        if decoded is None:
+            return ToolResult.error(f"{where} is a binary file; edit works on text files")
+        norm = Normalised(decoded.text)
+        old_n, new_n = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+        if old_n == new_n:
+            return ToolResult.error("old_string and new_string differ only in line endings; there is nothing to change")
+        starts = [m.start() for m in re.finditer(re.escape(old_n), norm.text)]
+        if not starts:
+            return ToolResult.error(not_found(norm.text, old_n, where))
+        if len(starts) > 1 and not replace_all:
+            numbers = [_line_of(norm.text, s) for s in starts]
+            listed = ", ".join(map(str, numbers[:MAX_LINE_NUMBERS])) + (" …" if len(numbers) > MAX_LINE_NUMBERS else "")
+            return ToolResult.error(
+                f"old_string occurs {len(starts)} times in {where} (at lines {listed}); nothing was changed. "
+                "Add surrounding lines to old_string so it matches once, or set replace_all to change every one.")
+        replacement = new_n.replace("\n", norm.newline)
+        pieces: list[str] = []
+        at = 0
+        for s in starts:
+            begin, end = norm.original_index(s), norm.original_index(s + len(old_n))
+            pieces += [norm.original[at:begin], replacement]
+            at = end
+        pieces.append(norm.original[at:])
+        updated = "".join(pieces)
+        try:
+            data = decoded.encode(updated)
+        except ToolInputError as exc:
+            return ToolResult.error(f"{exc}; nothing was changed")
+        atomic_write(path, data)
+        diff, added, removed = _diff(norm.text, updated.replace("\r\n", "\n"), where)
+        count = len(starts)
+        head = f"edited {where}: {count} replacement{'s' if count > 1 else ''} (+{added} −{removed})"
+        return ToolResult(visible=f"{head}\n{diff}", meta={"replacements": count, "added": added, "removed": removed})
