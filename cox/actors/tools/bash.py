@@ -85,6 +85,7 @@ def reap_strays() -> int:
 def reap(processes: list[subprocess.Popen[bytes]]) -> None:
     """End and wait for processes a call left behind when it did not finish normally."""
     for proc in list(processes):
+        proc.poll()  # a zombie leader would keep the group alive to killpg
         kill_group(proc.pid)
         try:
             proc.wait(timeout=2)
@@ -183,6 +184,7 @@ class BashTool(BaseTool):
             timed_out = _pump(proc, timeout, killed, out, err, env)
         finally:
             unregister()
+            proc.poll()  # reap the leader first: a zombie leader keeps its group "alive" to killpg
             kill_group(pgid)  # end anything the line left running in its group
             if proc.poll() is None:
                 proc.kill()

@@ -45,7 +45,7 @@ class Jobs:
         for job in jobs:
             if job.proc.poll() is None:
                 running += 1
-                kill_group(job.proc.pid)
+            kill_group(job.proc.pid)  # also what the job left in its group after it exited
             try:
                 job.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
