@@ -1,20 +1,60 @@
-"""Logging: structlog as JSON lines to ``$COX_HOME/logs/cox.log`` (rotating), never to the
-terminal unless ``--verbose`` — a coding agent's UI and a script's stdout are not log sinks."""
+"""Logging: JSON lines to ``$COX_HOME/logs/cox.log`` (rotating), never to the terminal unless
+``--verbose`` — a coding agent's UI and a script's stdout are not log sinks.
+
+cox's own modules log through structlog (``cox.log.get_logger``), rendered as JSON; records
+from libraries (pykka, the SDKs) use stdlib logging and are wrapped into the same JSON shape by
+the file handler's formatter. structlog is configured here but imported only when the first
+cox log line is written, so start-up does not pay for it.
+"""
 
 from __future__ import annotations
 
+import datetime
+import json
 import logging
 import logging.handlers
 import sys
 from pathlib import Path
 
-import structlog
+from cox import log as cox_log
 
-_configured = False
+
+class JsonLines(logging.Formatter):
+    """structlog's records are JSON already; anything else is wrapped into the same shape."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if message.startswith("{") and message.endswith("}"):
+            return message
+        data = {
+            "timestamp": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": message,
+        }
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return json.dumps(data, ensure_ascii=False)
+
+
+def _configure_structlog() -> None:
+    import structlog
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
 
 
 def setup(log_dir: Path, *, verbose: bool = False, level: str = "info") -> None:
-    global _configured
     root = logging.getLogger()
     for h in list(root.handlers):
         if getattr(h, "_cox", False):
@@ -24,25 +64,12 @@ def setup(log_dir: Path, *, verbose: bool = False, level: str = "info") -> None:
     file_handler = logging.handlers.RotatingFileHandler(
         log_dir / "cox.log", maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8", delay=True)
     file_handler._cox = True  # type: ignore[attr-defined]
-    file_handler.setFormatter(logging.Formatter("%(message)s"))
+    file_handler.setFormatter(JsonLines())
     root.addHandler(file_handler)
     if verbose:
         err = logging.StreamHandler(sys.stderr)
         err._cox = True  # type: ignore[attr-defined]
-        err.setFormatter(logging.Formatter("cox: %(message)s"))
+        err.setFormatter(logging.Formatter("cox: %(name)s: %(message)s"))
         root.addHandler(err)
-    root.setLevel(getattr(logging, level.upper(), logging.INFO) if not verbose else logging.DEBUG)
-    if not _configured:
-        structlog.configure(
-            processors=[
-                structlog.stdlib.add_log_level,
-                structlog.stdlib.add_logger_name,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                structlog.processors.format_exc_info,
-                structlog.processors.JSONRenderer(),
-            ],
-            logger_factory=structlog.stdlib.LoggerFactory(),
-            wrapper_class=structlog.stdlib.BoundLogger,
-            cache_logger_on_first_use=True,
-        )
-        _configured = True
+    root.setLevel(logging.DEBUG if verbose else getattr(logging, level.upper(), logging.INFO))
+    cox_log.on_first_use(_configure_structlog)

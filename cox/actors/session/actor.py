@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pykka
-import structlog
 
 from cox.actors.provider.stream import ProviderStreamActor, StreamResult
 from cox.actors.tools.base import BaseTool, ToolEnv
@@ -45,6 +44,7 @@ from cox.protocol.types import (
     ToolResult,
     Usage,
 )
+from cox.log import get_logger
 from cox.supervisors import CancelScope, CoxActor
 from cox.supervisors.actor import Exit, spawn_linked
 from cox.supervisors.timer import scheduler
@@ -54,7 +54,7 @@ from .request import Assembler
 from .resume import Rebuilt
 from .state import Turn
 
-log = structlog.get_logger("cox.session")
+log = get_logger("cox.session")
 
 Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""

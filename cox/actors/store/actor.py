@@ -9,15 +9,15 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-import structlog
 
+from cox.log import get_logger
 from cox.supervisors import CoxActor
 
 from . import archive, db
 from .layout import Layout
 from .rollout import RolloutWriter
 
-log = structlog.get_logger("cox.store")
+log = get_logger("cox.store")
 
 
 class StoreActor(CoxActor):

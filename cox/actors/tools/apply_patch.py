@@ -10,13 +10,18 @@ holds, and nothing was written.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
-from .patch import PatchError, PatchParseError, Resolve, apply_patch, parse_patch
+
+if TYPE_CHECKING:
+    from .patch import Resolve
+
+# The patch package is imported by the methods that need it: listing the tool for the model
+# (start-up) does not pay for the parser.
 
 __all__ = ["ApplyPatchTool", "resolver"]
 
@@ -85,12 +90,16 @@ class ApplyPatchTool(BaseTool):
         _text(call_input)
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
+        from .patch import PatchParseError, parse_patch
+
         try:
             return Risk.DESTRUCTIVE if parse_patch(_text(call_input)).deletes else Risk.WRITE
         except (ToolInputError, PatchParseError):
             return Risk.WRITE
 
     def _paths(self, call_input: dict[str, Any], env: ToolEnv) -> list[str]:
+        from .patch import PatchParseError, parse_patch
+
         """Every path the patch names, confined where possible (a path that cannot be confined is
         kept as written: the call will refuse it, and the permission engine sees what was asked)."""
         try:
@@ -115,6 +124,8 @@ class ApplyPatchTool(BaseTool):
         return " ".join(self._paths(call_input, env))
 
     def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        from .patch import PatchError, parse_patch
+
         """Every file the patch adds, updates, deletes or moves (source and destination), so
         checkpoints archive each pre-image. A patch that cannot parse writes nothing."""
         try:
@@ -130,6 +141,8 @@ class ApplyPatchTool(BaseTool):
             return []
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        from .patch import PatchError, PatchParseError, apply_patch
+
         text = _text(call.input)
         if env.cancel.cancelled:
             return ToolResult.aborted()
