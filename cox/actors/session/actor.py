@@ -30,6 +30,7 @@ import pykka
 from cox.actors.provider.stream import ProviderStreamActor, StreamResult
 from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.actors.tools.call_actor import ToolCallActor
+from cox.log import get_logger
 from cox.policy.redact import scrub
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
@@ -44,7 +45,6 @@ from cox.protocol.types import (
     ToolResult,
     Usage,
 )
-from cox.log import get_logger
 from cox.supervisors import CancelScope, CoxActor
 from cox.supervisors.actor import Exit, spawn_linked
 from cox.supervisors.timer import scheduler

@@ -9,7 +9,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-
 from cox.log import get_logger
 from cox.supervisors import CoxActor
 
