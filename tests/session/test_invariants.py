@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -170,3 +171,63 @@ def test_steering_is_seen_at_the_next_step_not_as_a_new_turn(tmp_path, cox_home)
     assert [e.text for e in steered] == ["and be brief"]
     last = run.provider.requests[1].messages[-1]
     assert last["role"] == "user" and last["content"][-1] == {"type": "text", "text": "and be brief"}
+
+
+def _running(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains ``marker``."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def test_interrupting_sleep_600_kills_its_group_within_a_second(tmp_path, cox_home):
+    ws = _ws(tmp_path)
+    marker = f"600.{os.getpid() % 1000:03d}17"
+    timing: dict = {}
+
+    def react(event, handle, run):
+        if event.type == "tool_call_requested":
+            def later():
+                deadline = time.monotonic() + 10
+                while not _running(marker) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                timing["t0"] = time.monotonic()
+                handle.interrupt()
+            threading.Thread(target=later, daemon=True).start()
+        if event.type == "turn_done":
+            timing["t1"] = time.monotonic()
+
+    run = run_session(ws, cox_home, [
+        {"tool_calls": [{"id": "s1", "name": "bash", "input": {"command": f"sleep {marker} & sleep {marker}"}}]},
+    ], "sleep", mode=PermissionMode.BYPASS, react=react)
+    assert run.of("turn_done")[0].stop.value == "interrupted"
+    assert timing["t1"] - timing["t0"] < 1.0
+    deadline = timing["t0"] + 1.0
+    while _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _running(marker), "the command's processes outlived the interrupt by a second"
+
+
+def test_without_git_the_session_warns_once_and_still_writes(tmp_path, cox_home, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    ws = _ws(tmp_path)
+    run = run_session(ws, cox_home, [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "n.txt", "content": "n"}}]},
+        {"tool_calls": [{"id": "w2", "name": "write", "input": {"path": "m.txt", "content": "m"}}]},
+        {"text": "ok"},
+    ], "write", mode=PermissionMode.BYPASS)
+    warnings = [e.message for e in run.of("notice") if "no checkpoints" in e.message]
+    assert len(warnings) == 1 and "git" in warnings[0]
+    assert (ws / "n.txt").read_text() == "n" and (ws / "m.txt").read_text() == "m"
+    assert run.of("turn_done")[0].stop.value == "end_turn" and not run.of("checkpoint")

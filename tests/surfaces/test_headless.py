@@ -248,3 +248,19 @@ def test_apply_patch_command_and_the_bash_reroute(tmp_path, ws):
     assert "run as the apply_patch tool" in done["result"]["visible"]
     assert (ws / "a.txt").read_text() == "delta\n"
     assert any(o["type"] == "checkpoint" and o["files"] == ["a.txt"] for o in lines(p.stdout))
+
+
+def test_expand_prints_the_whole_archived_output_or_a_slice(tmp_path, ws):
+    s = script(tmp_path, [{"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": "seq 1 30000"}}]},
+                          {"text": "counted"}])
+    p = cox(["run", "--script", str(s), "-p", "count", "--permission-mode", "bypassPermissions",
+             "--output-format", "stream-json"], ws)
+    done = [o for o in lines(p.stdout) if o["type"] == "tool_call_done"][0]["result"]
+    archive_id = done["archive_id"]
+    assert f"expand #{archive_id}" in done["visible"] and "15000" not in done["visible"]
+    whole = cox(["expand", archive_id], ws)
+    assert whole.returncode == 0 and whole.stdout.splitlines()[:2] == ["1", "2"] and "30000" in whole.stdout
+    part = cox(["expand", f"#{archive_id}", "--lines", "14999-15001"], ws)
+    assert part.stdout.splitlines() == ["14999", "15000", "15001"]
+    missing = cox(["expand", "NOPE"], ws)
+    assert missing.returncode == 1 and "no archived output" in missing.stderr
