@@ -23,12 +23,25 @@ class ToolSpec:
 
 @dataclass(slots=True)
 class ModelRequest:
+    """One request, provider-neutral.
+
+    ``system``: [tool schemas as canonical JSON (adapters send ``tools`` natively and skip this
+    text), the versioned system prompt, instruction files, the volatile block]. ``breakpoints``:
+    (message index, block index) positions that end a stable stretch of history — the end of the
+    last turn; adapters that cache explicitly (Anthropic) mark them, plus the end of ``system[2]``
+    and the last block of the last message. ``session_id`` lets OpenAI route to a warm cache
+    (``prompt_cache_key``). ``thinking_budget``: tokens for extended thinking / reasoning effort
+    on the think tier (0 = the model's default)."""
+
     model: str
     system: list[str]
     tools: list[ToolSpec]
     messages: list[dict[str, Any]]
     tier: Tier = "code"
     max_output_tokens: int = 8192
+    breakpoints: list[tuple[int, int]] = field(default_factory=list)
+    session_id: str = ""
+    thinking_budget: int = 0
 
 
 @dataclass(slots=True)
@@ -39,9 +52,14 @@ class TextPart:
 
 @dataclass(slots=True)
 class ThinkingPart:
+    """Reasoning text as it streams. ``signature`` (Anthropic) or ``extra`` (e.g. an OpenAI
+    reasoning item's ``id`` and ``encrypted_content``, an Anthropic ``redacted_thinking`` payload)
+    must be echoed back exactly on the next request, so the assembler keeps them in the block."""
+
     text: str
     signature: str | None = None
     kind: Literal["thinking"] = "thinking"
+    extra: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -84,3 +84,15 @@ def test_a_deferred_tool_joins_through_tool_search(tmp_path, cox_home):
     assert reqs[1].system[1:3] == reqs[0].system[1:3]
     assert any("cache prefix changed" in e.message for e in run.of("notice"))
     assert run.of("tool_call_done")[-1].result.ok and "a.txt" in run.of("tool_call_done")[-1].result.visible
+
+
+def test_breakpoint_marks_the_end_of_the_last_turn(tmp_path, cox_home):
+    ws = _ws(tmp_path)
+    run = run_session(ws, cox_home, [read("r1"), {"text": "one"}, read("r2", "b.txt"), {"text": "two"}],
+                      ["first", "second"])
+    reqs = run.provider.requests
+    assert reqs[0].breakpoints == [] and reqs[0].session_id == run.settings.session_id
+    (msg, block), = reqs[2].breakpoints
+    # turn 1 was: user text, assistant tool_use, user result, assistant text "one"
+    assert msg == 3 and reqs[2].messages[msg]["content"][block] == {"type": "text", "text": "one"}
+    assert reqs[3].breakpoints == reqs[2].breakpoints  # stable within the turn

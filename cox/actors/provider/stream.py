@@ -65,15 +65,18 @@ class _Assembler:
         else:
             self.content.append({"type": "text", "text": t})
 
-    def thinking(self, t: str, signature: str | None) -> None:
-        if self.content and self.content[-1]["type"] == "thinking" and self.content[-1].get("signature") is None:
-            block = self.content[-1]
+    def thinking(self, t: str, signature: str | None, extra: dict[str, Any] | None = None) -> None:
+        last = self.content[-1] if self.content else None
+        if last is not None and last["type"] == "thinking" and last.get("signature") is None and not extra:
+            block = last
             block["thinking"] += t
         else:
             block = {"type": "thinking", "thinking": t, "signature": None}
             self.content.append(block)
         if signature is not None:
             block["signature"] = signature
+        if extra:
+            block.update(extra)
 
     def tool_start(self, d: ToolUseStart) -> None:
         block = {"type": "tool_use", "id": d.id, "name": d.name, "input": {}, "_raw": []}
@@ -147,7 +150,7 @@ class ProviderStreamActor(CoxActor):
                             self.reply_to.tell(("s_text", sid, d.text))
                             emitted = True
                     elif isinstance(d, ThinkingPart):
-                        asm.thinking(d.text, d.signature)
+                        asm.thinking(d.text, d.signature, d.extra)
                         if d.text:
                             self.reply_to.tell(("s_thinking", sid, d.text))
                             emitted = True

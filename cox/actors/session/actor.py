@@ -430,7 +430,7 @@ class SessionActor(CoxActor):
         turn.stream_id = self.stream_seq
         turn.partial = []
         turn.stream_emitted = False
-        request = self.assembler.build(self.history, turn.turn)
+        request = self.assembler.build(self.history, turn.turn, self.s.session_id)
         ref = self._spawn(("stream", turn.gen, turn.stream_id), lambda: ProviderStreamActor.start(
             self.provider, request, self.actor_ref, turn.stream_id, turn.scope))
         turn.stream_ref = ref

@@ -89,6 +89,22 @@ def microcompact(history: list[dict[str, Any]], turn: int, after_turns: int) -> 
     return out
 
 
+def _last_turn_end(sent: list[dict[str, Any]], messages: list[dict[str, Any]], turn: int) -> list[tuple[int, int]]:
+    """The (message, block) position of the last block before this turn began, in the
+    normalised list: where the history that every later request repeats ends."""
+    earlier = [m for m in sent if m.get("_turn", turn) < turn]
+    if not earlier:
+        return []
+    prior = normalize(earlier)
+    if not prior:
+        return []
+    index = len(prior) - 1
+    block = len(prior[-1]["content"]) - 1
+    if index >= len(messages) or block < 0:
+        return []
+    return [(index, block)]
+
+
 class Assembler:
     """Holds the session's stable blocks and builds each request."""
 
@@ -106,11 +122,15 @@ class Assembler:
         self.specs = sorted(specs, key=lambda s: s.name)
         self.stable[0] = tool_block(self.specs)
 
-    def build(self, history: list[dict[str, Any]], turn: int = 0) -> ModelRequest:
+    def build(self, history: list[dict[str, Any]], turn: int = 0, session_id: str = "") -> ModelRequest:
+        sent = microcompact(history, turn, self.microcompact_after_turns)
+        messages = normalize(sent)
         return ModelRequest(
             model=self.model,
             system=[*self.stable, volatile_block(self.cwd)],
             tools=self.specs,
-            messages=normalize(microcompact(history, turn, self.microcompact_after_turns)),
+            messages=messages,
             max_output_tokens=self.max_output_tokens,
+            breakpoints=_last_turn_end(sent, messages, turn),
+            session_id=session_id,
         )

@@ -16,7 +16,6 @@ come as they are; anything else is refused rather than shown as mojibake.
 from __future__ import annotations
 
 import re
-import socket
 import time
 from functools import partial
 from html.parser import HTMLParser
@@ -227,16 +226,9 @@ def _same_site(a: str, b: str) -> bool:
 
 
 def _abort(response: Any) -> None:
-    """Close ``response`` from another thread. Closing alone does not wake a read blocked in
-    ``recv``, so the socket is shut down first."""
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-    response.close()
+    from cox.actors.net import abort_response
+
+    abort_response(response)
 
 
 def check_url(url: Any) -> str:

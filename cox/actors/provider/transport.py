@@ -1,0 +1,171 @@
+"""One streaming POST and its server-sent events, shared by every provider adapter.
+
+The adapters speak the APIs over httpx directly instead of through the anthropic/openai SDKs:
+importing those SDKs costs 0.4–1.1 s, which would put cox's first request far behind the 150 ms
+budget. What the SDKs do that matters is kept here and in the adapters: the same headers, the
+same error classification (rate limits, overload, 5xx and connection resets are retryable, with
+``retry-after`` / ``retry-after-ms`` honoured), context-overflow detection, and read timeouts.
+The tests feed the same bytes to the real SDKs and assert both assemble the same message.
+
+Cancelling the token shuts the socket down (``cox.actors.net``), so a read blocked on a
+stalled server returns within milliseconds.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cox.protocol.interfaces import CancelToken
+from cox.protocol.model import ProviderError
+
+CONNECT_TIMEOUT_S = 15.0
+READ_TIMEOUT_S = 300.0  # between two chunks of a stream: long thinking pauses are real
+
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+def client(base_url: str) -> Any:
+    """One pooled httpx client per base URL (keep-alive across the requests of a session)."""
+    with _clients_lock:
+        c = _clients.get(base_url)
+        if c is None:
+            import httpx
+
+            c = _clients[base_url] = httpx.Client(
+                timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+                follow_redirects=False,
+            )
+        return c
+
+
+def close_clients() -> None:
+    """Close every pooled connection (at shutdown, and between tests)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for c in clients:
+        c.close()
+
+
+OVERFLOW_MARKERS = (
+    "prompt is too long",
+    "context_length_exceeded",
+    "maximum context length",
+    "context window",
+    "too many tokens",
+    "input is too long",
+)
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds to wait, from ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def http_error(status: int, headers: Any, body: bytes, *, provider: str, key_var: str) -> ProviderError:
+    """A failed response as the error the stream actor knows how to treat."""
+    text = body.decode("utf-8", "replace")
+    message = text.strip()[:500]
+    try:
+        data = json.loads(text)
+        err = data.get("error", data) if isinstance(data, dict) else {}
+        if isinstance(err, dict):
+            message = str(err.get("message") or err.get("type") or message)
+    except ValueError:
+        pass
+    overflow = status in (400, 413) and any(m in text.lower() for m in OVERFLOW_MARKERS)
+    if status in (401, 403):
+        return ProviderError(f"{provider} rejected the credentials in {key_var} ({status}): {message}",
+                             status=status)
+    if status == 404:
+        return ProviderError(f"{provider} answered 404: {message} (is the model name or base URL right?)",
+                             status=status)
+    retryable = status in (408, 409, 429, 500, 502, 503, 504, 529) or status >= 500
+    return ProviderError(f"{provider} answered {status}: {message}", status=status, retryable=retryable,
+                         retry_after=retry_after(headers) if retryable else None, context_overflow=overflow)
+
+
+def post_sse(url: str, headers: dict[str, str], body: dict[str, Any], cancel: CancelToken, *, provider: str,
+             key_var: str) -> Iterator[tuple[str, str]]:
+    """POST ``body`` and yield ``(event, data)`` for each server-sent event. Raises ProviderError."""
+    import httpx
+
+    from cox.actors.net import abort_response
+
+    base = url.split("/v1/")[0] if "/v1/" in url else url
+    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    try:
+        with client(base).stream("POST", url, headers=headers, content=payload) as response:
+            unregister = cancel.on_cancel(lambda: abort_response(response))
+            try:
+                if response.status_code >= 400:
+                    raise http_error(response.status_code, response.headers, response.read(), provider=provider,
+                                     key_var=key_var)
+                yield from parse_sse(response.iter_raw())
+            finally:
+                unregister()
+    except ProviderError:
+        raise
+    except httpx.TimeoutException as exc:
+        raise ProviderError(f"{provider} did not answer in time ({type(exc).__name__})", retryable=True) from None
+    except (httpx.TransportError, httpx.StreamError) as exc:
+        if cancel.cancelled:
+            return
+        raise ProviderError(f"the connection to {provider} failed: {type(exc).__name__}: {exc}",
+                            retryable=True) from None
+
+
+def parse_sse(chunks: Iterator[bytes]) -> Iterator[tuple[str, str]]:
+    """Server-sent events from raw byte chunks: ``event:``/``data:`` fields, a blank line ends an
+    event, ``:`` lines are comments, CRLF and LF both end lines. A stream that ends inside an
+    event drops that partial event (the caller sees the missing stop and reports a cut stream)."""
+    buffer = b""
+    event = ""
+    data: list[str] = []
+    for chunk in chunks:
+        buffer += chunk
+        while True:
+            nl = buffer.find(b"\n")
+            if nl < 0:
+                break
+            raw = buffer[:nl]
+            buffer = buffer[nl + 1 :]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            if not raw:
+                if data or event:
+                    yield event or "message", "\n".join(data)
+                event = ""
+                data = []
+                continue
+            line = raw.decode("utf-8", "replace")
+            if line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if field == "data":
+                data.append(value)
+            elif field == "event":
+                event = value
