@@ -132,7 +132,7 @@ def normalize(run: Run, workspace: Path) -> list[dict[str, Any]]:
     return out
 
 
-OUTSIDE_TURN = {"session_started", "notice", "rewound", "error"}
+OUTSIDE_TURN = {"session_started", "notice", "rewound", "error", "compacted", "usage"}
 
 
 def check_invariants(run: Run) -> None:

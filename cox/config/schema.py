@@ -39,6 +39,8 @@ class CoreConfig(_Section):
     mode: CoreMode = "editor"
     max_turns: int = Field(default=50, ge=1)
     script: str = ""  # path of a JSON script for the scripted provider
+    cheap_model: str = ""  # summaries and compaction; "" = the provider's cheap tier
+    think_model: str = ""  # architect mode's main turns; "" = the provider's think tier
 
 
 class PermissionsConfig(_Section):

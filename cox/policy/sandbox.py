@@ -7,7 +7,10 @@ machine) happens in the tools. On Linux the wrapper is bubblewrap:
 - ``workspace-write``: the workspace roots, extra writable roots and ``/tmp`` bound writable;
   ``read-only``: nothing writable but a private ``/tmp``;
 - ``--unshare-net`` unless the network is allowed, ``--unshare-pid`` so the sandbox's processes
-  die together, ``--new-session`` (no terminal injection), ``--die-with-parent``;
+  die together, ``--die-with-parent``. No ``--new-session``: the caller already starts bwrap in
+  a session of its own with no terminal (``start_new_session``), and keeping the sandbox in
+  bwrap's process group is what lets one ``killpg`` end all of it — with ``--new-session`` the
+  inner process leads a group of its own and can outlive an interrupt;
 - ``danger-full-access``: no wrapper at all.
 """
 
@@ -31,7 +34,7 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
     """``argv`` wrapped in bubblewrap under ``policy`` (``argv`` itself for danger-full-access)."""
     if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
         return list(argv)
-    out = [bwrap, "--new-session", "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
+    out = [bwrap, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/",
            "--dev", "/dev", "--proc", "/proc"]
     if policy.mode is SandboxMode.WORKSPACE_WRITE:
         out += ["--bind", "/tmp", "/tmp"]

@@ -62,8 +62,20 @@ class Compact(Strict):
 
 
 class SetMode(Strict):
+    """Change the permission mode (``mode``) or the preset (``preset``: architect runs main
+    turns on the think tier in plan mode; editor goes back to the configured mode and the code
+    tier). Exactly one of the two."""
+
     type: Literal["set_mode"] = "set_mode"
-    mode: PermissionMode
+    mode: PermissionMode | None = None
+    preset: Literal["architect", "editor"] | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> SetMode:
+        if (self.mode is None) == (self.preset is None):
+            raise ValueError("set_mode takes exactly one of 'mode' (a permission mode) or 'preset' "
+                             "(architect or editor)")
+        return self
 
 
 class Rewind(Strict):

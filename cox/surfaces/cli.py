@@ -17,6 +17,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="store_true", help="print the version and exit")
     p.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
     p.add_argument("--model")
+    p.add_argument("--mode", choices=["architect", "editor"], help="start in architect or editor mode")
     p.add_argument("--resume", metavar="ID", help="continue a stored session")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
     p.add_argument("--cwd")
@@ -35,6 +36,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
     run.add_argument("--model")
     run.add_argument("--max-turns", type=int)
+    run.add_argument("--mode", choices=["architect", "editor"],
+                     help="architect: plan mode with main turns on the think tier (this flag is the price consent)")
+    run.add_argument("--deep", action="store_true", help="the same as --mode architect")
     run.add_argument("--cwd")
     run.add_argument("--resume", metavar="ID", help="continue a stored session")
     run.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
@@ -50,6 +54,13 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true")
 
     sub.add_parser("doctor", help="check keys, config, sandbox, git and tools on this machine")
+
+    stats = sub.add_parser("stats", help="spend and cache hits from the usage ledger")
+    period = stats.add_mutually_exclusive_group()
+    period.add_argument("--day", action="store_true", help="today, by model (the default)")
+    period.add_argument("--month", action="store_true", help="this calendar month, by model")
+    period.add_argument("--cache", action="store_true", help="prompt-cache hit ratio per session and model")
+    stats.add_argument("--json", action="store_true")
 
     expand = sub.add_parser("expand", help="print an archived tool output")
     expand.add_argument("id")
@@ -93,6 +104,10 @@ def _dispatch(args: Any) -> int:
         from .commands import cmd_sessions
 
         return cmd_sessions(args)
+    if cmd == "stats":
+        from .stats import run as stats_run
+
+        return stats_run(args)
     if cmd == "doctor":
         from .doctor import run as doctor_run
 

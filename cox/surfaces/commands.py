@@ -47,7 +47,16 @@ class Prepared:
     resumed: Any
 
 
-def prepare(args: Any, *, approval_default: str) -> Prepared:
+def price_line(model: str, overrides: dict[str, Any]) -> str:
+    from cox.actors.provider.catalog import describe
+
+    info = describe(model, overrides)
+    if not info.priced:
+        return f"{model} (no price in the catalog)"
+    return f"{model} (${info.input:g} in / ${info.output:g} out per million tokens)"
+
+
+def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prepared:
     """Everything a surface needs to open a session from its command line: config, provider,
     permission engine, settings and (for --resume / --continue) the rebuilt history."""
     from cox.config import ConfigError
@@ -74,7 +83,7 @@ def prepare(args: Any, *, approval_default: str) -> Prepared:
         raise Refused(f"config error: {exc}", 2) from None
     script = getattr(args, "script", None)
     try:
-        provider = choose_provider(config, script)
+        chosen = choose_provider(config, script, model=getattr(args, "model", None))
         engine = build_engine(config, cwd, Path.home())
     except SetupError as exc:
         raise Refused(str(exc)) from None
@@ -95,10 +104,17 @@ def prepare(args: Any, *, approval_default: str) -> Prepared:
         read = read_rollout(path)
         resumed = rebuild(read.events)
         resumed.notices = read.notices
-    settings = settings_from(config, cwd, session_id=session_id,
-                             model=getattr(args, "model", None) or (getattr(provider, "model", None) if script else None),
+    settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
                              approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home())
-    return Prepared(home, layout, cwd, config, provider, engine, settings, resumed)
+    settings.cheap_model = chosen.cheap_model
+    settings.think_model = chosen.think_model
+    mode_flag = getattr(args, "mode", None) or ("architect" if getattr(args, "deep", False) else None)
+    settings.preset = mode_flag or config.core.mode
+    if settings.preset == "architect" and mode_flag is None and headless:
+        raise Refused(f"core.mode = architect (from {config.source('core.mode')}) runs main turns on the think tier, "
+                      f"{price_line(chosen.think_model, settings.model_overrides)}; a headless run needs that "
+                      "consent on its command line: pass --mode architect (or --deep)", 2)
+    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed)
 
 
 def cmd_run(args: Any) -> int:
@@ -113,7 +129,7 @@ def cmd_run(args: Any) -> int:
     if prompt is None and args.input_format != "stream-json":
         return fail("nothing to do: pass -p TEXT (or -p - for stdin, or --input-format stream-json)", 2)
     try:
-        prep = prepare(args, approval_default="never")
+        prep = prepare(args, approval_default="never", headless=True)
     except Refused as exc:
         return fail(str(exc), exc.code)
     app = App(prep.home)
@@ -136,7 +152,9 @@ def cmd_interactive(args: Any) -> int:
     app = App(prep.home)
     try:
         handle = app.open_session(prep.settings, prep.provider, _tools(), prep.engine, prep.resumed)
-        return plain.run(handle, resumed=prep.resumed)
+        think = price_line(prep.settings.think_model, prep.settings.model_overrides)
+        return plain.run(handle, resumed=prep.resumed, think_price=think,
+                         architect_from_config=prep.settings.preset == "architect" and not getattr(args, "mode", None))
     finally:
         app.close()
 

@@ -44,10 +44,12 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
     else:
         rows.append(("warn", "model keys", "none set: set ANTHROPIC_API_KEY or OPENAI_API_KEY (cox demo runs without)"))
     if config is not None:
-        from cox.actors.session.pricing import price_for
+        from cox.actors.provider.catalog import lookup
 
         model = config.core.model
-        if price_for(model) is None:
+        overrides = {k: v.model_dump() for k, v in config.models.items()}
+        info = lookup(model, overrides)
+        if info is None or not info.priced:
             rows.append(("warn", "model price", f"{model} has no price in the catalog: its cost shows as $0"))
         else:
             rows.append(("ok", "model price", f"{model} is priced"))

@@ -135,8 +135,6 @@ class Printer:
             return
         if self.fmt == "stream-json":
             self.out.write(line + "\n")
-            if event.type in ("turn_done", "approval_required", "question", "session_started"):
-                self.out.flush()
             return
         if event.type == "notice" and event.level in ("warning", "security", "error"):
             self.err.write(f"cox: {event.level}: {event.message}\n")
@@ -226,6 +224,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 continue
             state.observe(event)
             printer.event(event, line)
+            if handle.events.empty():
+                out.flush()  # idle: show it now; under a burst, lines leave in big writes
             if event.type == "turn_done":
                 if interrupted.is_set():
                     state.stop = "interrupted"

@@ -19,7 +19,7 @@ from cox.protocol.types import Decision, PermissionMode
 from .runtime import SessionHandle
 from .transcript import Transcript
 
-HELP = """commands: /mode default|acceptEdits|plan|bypassPermissions · /rewind N [code|conversation|both]
+HELP = """commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /rewind N [code|conversation|both]
           /compact [focus] · /help · /quit     (Ctrl+C interrupts a running turn)"""
 
 
@@ -45,7 +45,7 @@ def _answer(call: Any, reason: str, ask: Any, out: IO[str]) -> m.Approve:
             out.write("  that is not a JSON object; try again\n")
 
 
-def _command(line: str, handle: SessionHandle, out: IO[str]) -> bool | None:
+def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, think_price: str = "") -> bool | None:
     """Run a slash command. False to quit, True when handled, None when not a command."""
     if not line.startswith("/"):
         return None
@@ -56,10 +56,16 @@ def _command(line: str, handle: SessionHandle, out: IO[str]) -> bool | None:
     if word == "help":
         out.write(HELP + "\n")
     elif word == "mode":
-        try:
-            handle.submit(m.SetMode(mode=PermissionMode(rest)))
-        except ValueError:
-            out.write("  modes: default, acceptEdits, plan, bypassPermissions\n")
+        if rest == "architect":
+            if ask is None or _consent(ask, think_price):
+                handle.submit(m.SetMode(preset="architect"))
+        elif rest == "editor":
+            handle.submit(m.SetMode(preset="editor"))
+        else:
+            try:
+                handle.submit(m.SetMode(mode=PermissionMode(rest)))
+            except ValueError:
+                out.write("  modes: architect, editor, default, acceptEdits, plan, bypassPermissions\n")
     elif word == "rewind":
         parts = rest.split()
         if not parts or not parts[0].isdigit():
@@ -74,8 +80,14 @@ def _command(line: str, handle: SessionHandle, out: IO[str]) -> bool | None:
     return True
 
 
+def _consent(ask: Any, think_price: str) -> bool:
+    """Architect mode's think tier costs more: say how much and ask, once per architect stretch."""
+    answer = ask(f"  architect mode runs main turns on {think_price or 'the think tier'}; go on? [y/N] › ")
+    return answer.strip().lower() in ("y", "yes")
+
+
 def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = None,
-        out: IO[str] | None = None) -> int:
+        out: IO[str] | None = None, think_price: str = "", architect_from_config: bool = False) -> int:
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
@@ -100,6 +112,13 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
         out.write(f"resumed session {handle.session_id}: {len(resumed.history)} messages, "
                   f"{resumed.last_turn} turns\n")
     out.write("cox — type a message, /help for commands\n")
+    if architect_from_config:
+        try:
+            if not _consent(ask, think_price):
+                handle.submit(m.SetMode(preset="editor"))
+                out.write("  staying in editor mode\n")
+        except EOFError:
+            return 0
     try:
         while True:
             try:
@@ -116,7 +135,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     return 0
                 if not line.strip():
                     continue
-                handled = _command(line.strip(), handle, out)
+                handled = _command(line.strip(), handle, out, ask, think_price)
                 if handled is False:
                     return 0
                 if handled is None:

@@ -4,6 +4,7 @@ provider, tools and the permission engine. Shared by every surface that opens a 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +16,81 @@ class SetupError(Exception):
     """A problem the user must fix before a session can start; the message says how."""
 
 
-def choose_provider(config: Any, script: str | None, env: dict[str, str] | None = None) -> Any:
-    """The scripted model when a script is given, else a real provider from the environment."""
+@dataclass
+class Chosen:
+    provider: Any
+    model: str
+    kind: str  # anthropic | openai | openai-chat | scripted
+    cheap_model: str = ""
+    think_model: str = ""
+
+
+OPENAI_DEFAULT_BASE = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT_BASE = "https://api.anthropic.com"
+
+
+def choose_provider(config: Any, script: str | None, env: dict[str, str] | None = None,
+                    model: str | None = None) -> Chosen:
+    """The provider for this run, from the config, the flags and the environment.
+
+    ``core.provider = auto`` follows the model's family (claude-* → Anthropic, gpt-*/o* →
+    OpenAI); with the default model and only an OpenAI key, the OpenAI code tier is used. An
+    ``OPENAI_BASE_URL`` that is not OpenAI's means an OpenAI-compatible server, spoken to through
+    Chat Completions (what vLLM, Ollama and most gateways implement). A missing key is one line
+    that names the variable."""
+    from cox.actors.provider.catalog import describe, guess_provider, tier_model
+
     env = dict(os.environ) if env is None else env
-    provider = config.core.provider
+    kind = config.core.provider
     script = script or config.core.script or None
-    if script or provider == "scripted":
+    if script or kind == "scripted":
         if not script:
             raise SetupError("core.provider is 'scripted' but no script was given; pass --script FILE")
         from cox.actors.provider.scripted import ScriptedProvider, ScriptError
 
         try:
-            return ScriptedProvider(script)
+            scripted = ScriptedProvider(script)
         except ScriptError as exc:
             raise SetupError(str(exc)) from None
-    has_anthropic = bool(env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"))
-    has_openai = bool(env.get("OPENAI_API_KEY"))
-    if provider in ("anthropic", "openai", "openai-chat") or has_anthropic or has_openai:
-        name = provider if provider != "auto" else ("anthropic" if has_anthropic else "openai")
-        raise SetupError(
-            f"the {name} adapter is not in this build of cox yet (it arrives with the providers issue); "
-            "run `cox demo` or pass --script FILE to use the scripted model")
-    raise SetupError(
-        "no model is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, "
-        "or pass --script FILE to run a scripted model (`cox demo` shows one)")
+        return Chosen(scripted, model or scripted.model, "scripted", model or scripted.model,
+                      model or scripted.model)
+    anthropic_key = env.get("ANTHROPIC_API_KEY") or None
+    anthropic_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
+    openai_key = env.get("OPENAI_API_KEY") or None
+    openai_base = env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE
+    name = model or config.core.model
+    model_is_default = model is None and config.source("core.model") == "default"
+    if kind == "auto":
+        kind = describe(name, config.models).provider
+        if kind == "anthropic" and not (anthropic_key or anthropic_token) and openai_key and model_is_default:
+            kind, name = "openai", tier_model("openai", "code")
+        if kind == "openai" and "api.openai.com" not in openai_base:
+            kind = "openai-chat"
+    elif model_is_default and guess_provider(name) != kind and kind != "openai-chat":
+        name = tier_model(kind, "code")
+    cheap = tier_model(kind, "cheap", config.core.cheap_model) if kind != "openai-chat" else name
+    think = tier_model(kind, "think", config.core.think_model) if kind != "openai-chat" else name
+    if kind == "anthropic":
+        if not (anthropic_key or anthropic_token):
+            raise SetupError("no Anthropic key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), "
+                             "or run `cox demo` to try cox offline")
+        from cox.actors.provider.anthropic import AnthropicProvider
+
+        return Chosen(AnthropicProvider(name, api_key=anthropic_key, auth_token=anthropic_token,
+                                        base_url=env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE),
+                      name, kind, cheap, think)
+    if kind in ("openai", "openai-chat"):
+        if not openai_key and "api.openai.com" in openai_base:
+            raise SetupError("no OpenAI key: set OPENAI_API_KEY, or run `cox demo` to try cox offline")
+        if kind == "openai":
+            from cox.actors.provider.openai_responses import OpenAIResponsesProvider
+
+            return Chosen(OpenAIResponsesProvider(name, api_key=openai_key, base_url=openai_base), name, kind,
+                          cheap, think)
+        from cox.actors.provider.openai_chat import OpenAIChatProvider
+
+        return Chosen(OpenAIChatProvider(name, api_key=openai_key, base_url=openai_base), name, kind, cheap, think)
+    raise SetupError(f"unknown provider {kind!r}")
 
 
 def build_engine(config: Any, cwd: Path, home: Path) -> Any:
@@ -69,6 +121,10 @@ def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, mode
         home=home or Path.home(),
         writable_roots=[Path(p).expanduser() for p in config.sandbox.writable_roots],
         network=bool(config.sandbox.network),
+        model_overrides={k: v.model_dump() if hasattr(v, "model_dump") else dict(v) for k, v in config.models.items()},
+        monthly_budget_usd=config.budget.monthly_usd,
+        compact_at=config.context.compact_at,
+        keep_turns=config.context.keep_turns,
         dedup_window_turns=config.context.dedup_window_turns,
         microcompact_after_turns=config.context.microcompact_after_turns,
     )

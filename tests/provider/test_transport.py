@@ -84,3 +84,42 @@ def test_connection_refused_is_retryable():
     with pytest.raises(ProviderError) as err:
         list(post_sse("http://127.0.0.1:9/v1/x", {}, {}, CancelScope(), provider="P", key_var="K"))
     assert err.value.retryable
+
+
+def test_cancel_before_the_headers_arrive_on_a_new_connection():
+    from cox.actors.provider.transport import close_clients
+
+    with Loopback() as api:
+        close_clients()  # a fresh connection, as on the first request of a run
+        scope = CancelScope()
+        errors = []
+        # A server that accepts the request and says nothing: the handler waits before its status line.
+        api.add(Reply(sse([(None, {"n": 1})])))
+        gate = threading.Event()
+        original = api.server.RequestHandlerClass.do_POST
+
+        def stalled(handler):
+            gate.wait(10)
+            original(handler)
+
+        api.server.RequestHandlerClass.do_POST = stalled
+
+        def consume():
+            try:
+                list(post_sse(api.url + "/v1/x", {}, {}, scope, provider="P", key_var="K"))
+            except ProviderError as exc:
+                errors.append(exc)
+
+        t = threading.Thread(target=consume)
+        t.start()
+        time.sleep(0.2)
+        started = time.monotonic()
+        scope.cancel()
+        t.join(5)
+        gate.set()
+        assert not t.is_alive() and time.monotonic() - started < 0.5 and not errors
+
+
+def test_x_should_retry_wins():
+    assert http_error(500, {"x-should-retry": "false"}, b"", provider="P", key_var="K").retryable is False
+    assert http_error(400, {"x-should-retry": "true"}, b"", provider="P", key_var="K").retryable is True

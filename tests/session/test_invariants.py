@@ -191,6 +191,20 @@ def _running(marker: str) -> list[int]:
     return found
 
 
+def _describe(pids: list[int]) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:80]
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out.append(f"{pid} state={fields[0]} ppid={fields[1]} pgid={fields[2]} {cmd}")
+        except OSError:
+            out.append(f"{pid} gone")
+    return out
+
+
 def test_interrupting_sleep_600_kills_its_group_within_a_second(tmp_path, cox_home):
     ws = _ws(tmp_path)
     marker = f"600.{os.getpid() % 1000:03d}17"
@@ -216,7 +230,8 @@ def test_interrupting_sleep_600_kills_its_group_within_a_second(tmp_path, cox_ho
     deadline = timing["t0"] + 1.0
     while _running(marker) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not _running(marker), "the command's processes outlived the interrupt by a second"
+    left = _running(marker)
+    assert not left, f"the command's processes outlived the interrupt by a second: {_describe(left)}"
 
 
 def test_without_git_the_session_warns_once_and_still_writes(tmp_path, cox_home, monkeypatch):

@@ -48,6 +48,7 @@ class StreamResult:
     error: ProviderError | None = None
     cancelled: bool = False
     api_ms: float = 0.0
+    model: str = ""
 
 
 class _Assembler:
@@ -66,8 +67,11 @@ class _Assembler:
             self.content.append({"type": "text", "text": t})
 
     def thinking(self, t: str, signature: str | None, extra: dict[str, Any] | None = None) -> None:
-        last = self.content[-1] if self.content else None
-        if last is not None and last["type"] == "thinking" and last.get("signature") is None and not extra:
+        last: dict[str, Any] = self.content[-1] if self.content else {}
+        open_block = last.get("type") == "thinking" and last.get("signature") is None
+        if open_block and (not extra or (not t and not any(k in last for k in extra))):
+            # More text of the same block, or (an OpenAI reasoning item) the item's own data
+            # arriving after its streamed summary: one block either way.
             block = last
             block["thinking"] += t
         else:
@@ -189,4 +193,4 @@ class ProviderStreamActor(CoxActor):
             self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), cancelled=True, api_ms=api_ms)))
             return
         self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), stop=asm.stop, usage=asm.usage,
-                                                  api_ms=api_ms)))
+                                                  api_ms=api_ms, model=self.request.model)))

@@ -51,6 +51,9 @@ def close_clients() -> None:
         _clients.clear()
     for c in clients:
         c.close()
+    from .stdlib_http import close_idle
+
+    close_idle()
 
 
 OVERFLOW_MARKERS = (
@@ -61,6 +64,12 @@ OVERFLOW_MARKERS = (
     "too many tokens",
     "input is too long",
 )
+
+
+def should_retry(headers: Any) -> bool | None:
+    """The server's own word on retrying (``x-should-retry``), which the SDKs obey."""
+    value = str(headers.get("x-should-retry", "")).lower()
+    return True if value == "true" else False if value == "false" else None
 
 
 def retry_after(headers: Any) -> float | None:
@@ -102,21 +111,87 @@ def http_error(status: int, headers: Any, body: bytes, *, provider: str, key_var
         return ProviderError(f"{provider} answered 404: {message} (is the model name or base URL right?)",
                              status=status)
     retryable = status in (408, 409, 429, 500, 502, 503, 504, 529) or status >= 500
+    told = should_retry(headers)
+    if told is not None:
+        retryable = told
     return ProviderError(f"{provider} answered {status}: {message}", status=status, retryable=retryable,
                          retry_after=retry_after(headers) if retryable else None, context_overflow=overflow)
 
 
 def post_sse(url: str, headers: dict[str, str], body: dict[str, Any], cancel: CancelToken, *, provider: str,
              key_var: str) -> Iterator[tuple[str, str]]:
-    """POST ``body`` and yield ``(event, data)`` for each server-sent event. Raises ProviderError."""
+    """POST ``body`` and yield ``(event, data)`` for each server-sent event. Raises ProviderError.
+
+    Without a proxy the request goes through the standard library's ``http.client`` (importing
+    httpx costs ~55 ms, a third of cox's start-up budget, and http.client hands over its socket,
+    so a cancel can shut it down at any moment, even before the response headers). With an
+    ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` that applies to the host, httpx does it, because
+    it speaks proxies (and ``NO_PROXY``) properly."""
+    if proxy_for(url) is not None:
+        return _post_sse_httpx(url, headers, body, cancel, provider=provider, key_var=key_var)
+    from .stdlib_http import post_sse_stdlib
+
+    return post_sse_stdlib(url, headers, body, cancel, provider=provider, key_var=key_var)
+
+
+def proxy_for(url: str, env: dict[str, str] | None = None) -> str | None:
+    """The proxy the environment names for ``url`` (None: connect directly)."""
+    import os
+    from urllib.parse import urlsplit
+
+    env = dict(os.environ) if env is None else env
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if entry == "*" or (entry and (host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")))):
+            return None
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return None
+    names = (["https_proxy", "HTTPS_PROXY"] if parts.scheme == "https" else ["http_proxy", "HTTP_PROXY"]) + [
+        "all_proxy", "ALL_PROXY"]
+    for name in names:
+        if env.get(name):
+            return env[name]
+    return None
+
+
+def _post_sse_httpx(url: str, headers: dict[str, str], body: dict[str, Any], cancel: CancelToken, *,
+                    provider: str, key_var: str) -> Iterator[tuple[str, str]]:
+    """The httpx path (used behind a proxy)."""
     import httpx
 
     from cox.actors.net import abort_response
 
     base = url.split("/v1/")[0] if "/v1/" in url else url
     payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    # Until the response headers arrive there is no response to abort. A new connection's
+    # socket is caught as it opens, so a cancel can shut it down even then; a reused
+    # keep-alive connection that stalls before its headers is bounded by the read timeout.
+    opened: list[Any] = []
+
+    def trace(name: str, info: dict[str, Any]) -> None:
+        if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            stream = info.get("return_value")
+            if stream is not None:
+                opened.append(stream)
+
+    def early_abort() -> None:
+        for stream in opened:
+            try:
+                sock = stream.get_extra_info("socket")
+                if sock is not None:
+                    import socket
+
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    unregister_early = cancel.on_cancel(early_abort)
     try:
-        with client(base).stream("POST", url, headers=headers, content=payload) as response:
+        with client(base).stream("POST", url, headers=headers, content=payload,
+                                 extensions={"trace": trace}) as response:
+            unregister_early()
             unregister = cancel.on_cancel(lambda: abort_response(response))
             try:
                 if response.status_code >= 400:
@@ -128,31 +203,37 @@ def post_sse(url: str, headers: dict[str, str], body: dict[str, Any], cancel: Ca
     except ProviderError:
         raise
     except httpx.TimeoutException as exc:
+        if cancel.cancelled:
+            return
         raise ProviderError(f"{provider} did not answer in time ({type(exc).__name__})", retryable=True) from None
     except (httpx.TransportError, httpx.StreamError) as exc:
         if cancel.cancelled:
             return
         raise ProviderError(f"the connection to {provider} failed: {type(exc).__name__}: {exc}",
                             retryable=True) from None
+    finally:
+        unregister_early()
 
 
 def parse_sse(chunks: Iterator[bytes]) -> Iterator[tuple[str, str]]:
     """Server-sent events from raw byte chunks: ``event:``/``data:`` fields, a blank line ends an
     event, ``:`` lines are comments, CRLF and LF both end lines. A stream that ends inside an
-    event drops that partial event (the caller sees the missing stop and reports a cut stream)."""
-    buffer = b""
+    event drops that partial event (the caller sees the missing stop and reports a cut stream).
+    Linear in the bytes: each chunk is scanned once, only its unfinished tail is carried over."""
+    pending = b""
     event = ""
     data: list[str] = []
     for chunk in chunks:
-        buffer += chunk
+        if pending:
+            chunk = pending + chunk
+        start = 0
         while True:
-            nl = buffer.find(b"\n")
+            nl = chunk.find(b"\n", start)
             if nl < 0:
                 break
-            raw = buffer[:nl]
-            buffer = buffer[nl + 1 :]
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
+            end = nl - 1 if nl > start and chunk[nl - 1] == 13 else nl
+            raw = chunk[start:end]
+            start = nl + 1
             if not raw:
                 if data or event:
                     yield event or "message", "\n".join(data)
@@ -169,3 +250,4 @@ def parse_sse(chunks: Iterator[bytes]) -> Iterator[tuple[str, str]]:
                 data.append(value)
             elif field == "event":
                 event = value
+        pending = chunk[start:]

@@ -34,6 +34,7 @@ from cox.log import get_logger
 from cox.policy.redact import scrub
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
+from cox.protocol.model import ProviderError
 from cox.protocol.types import (
     ApprovalPolicy,
     Decision,
@@ -52,7 +53,7 @@ from cox.supervisors.timer import scheduler
 from . import history as h
 from .request import Assembler
 from .resume import Rebuilt
-from .state import Turn
+from .state import Compaction, Turn
 
 log = get_logger("cox.session")
 
@@ -87,6 +88,14 @@ class SessionSettings:
     microcompact_after_turns: int = 6
     checkpoints: bool = True
     cox_home: Path | None = None
+    cheap_model: str = ""
+    think_model: str = ""
+    preset: str = "editor"  # architect | editor (core.mode)
+    compact_at: float = 0.75
+    keep_turns: int = 2
+    think_budget_tokens: int = 16_000
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+    monthly_budget_usd: float | None = None
 
 
 def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
@@ -137,7 +146,9 @@ class SessionActor(CoxActor):
         self.store = store
         self.sinks = sinks
         self.holder = holder
-        self.mode = settings.permission_mode
+        self.base_mode = settings.permission_mode
+        self.preset = settings.preset
+        self.mode = self._effective_mode()
         self.history: list[dict[str, Any]] = []
         self.turn_starts: dict[int, int] = {}
         self.last_turn = 0
@@ -147,6 +158,11 @@ class SessionActor(CoxActor):
         self.grants: list[str] = []
         self.denials: list[dict[str, Any]] = []
         self.usage_total = Usage(model=settings.model)
+        self.last_request_cost = 0.0
+        self.last_context_tokens = 0
+        self.compaction: Compaction | None = None
+        self.pending_inputs: list[str] = []
+        self.month_spent = 0.0
         self.closing = False
         self.hooks = hooks
         self.resumed = resumed
@@ -188,6 +204,12 @@ class SessionActor(CoxActor):
         store = self.store()
         if store is not None:
             store.ask(("open", {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.s.model}), timeout=10)
+            if self.s.monthly_budget_usd is not None:
+                import datetime
+
+                first = datetime.date.today().replace(day=1)
+                since = datetime.datetime.combine(first, datetime.time()).timestamp()
+                self.month_spent = float(store.ask(("spent_since", since), timeout=10))
         self.emit(m.SessionStarted(
             session_id=self.s.session_id, cwd=str(self.s.cwd), model=self.s.model,
             permission_mode=self.mode, tools=sorted(self.tools), mcp_servers=self.s.mcp_servers,
@@ -261,6 +283,10 @@ class SessionActor(CoxActor):
     # ------------------------------------------------------------------ submissions
 
     def _sub_user_turn(self, sub: m.UserTurn) -> None:
+        if self.active is None and self.compaction is not None:
+            self.pending_inputs.append(sub.text)
+            self.emit(m.Notice(level="info", message="message queued; the context is being compacted first"))
+            return
         if self.active is not None:
             self.active.steer.append(sub.text)
             self.emit(m.Notice(level="info", message="message queued; the model sees it at its next step"))
@@ -269,6 +295,13 @@ class SessionActor(CoxActor):
 
     def _sub_interrupt(self, sub: m.Interrupt) -> None:
         turn = self.active
+        if self.compaction is not None and (turn is None or self.compaction.retry_turn is turn):
+            self.compaction.scope.cancel()
+            self.compaction = None
+            self.holder.set(None)
+            self.emit(m.Notice(level="warning", message="compaction interrupted; the history is unchanged"))
+            if turn is None:
+                self._drain_pending()
         if turn is None:
             return
         turn.scope.cancel()
@@ -306,11 +339,30 @@ class SessionActor(CoxActor):
         self._maybe_next(turn)
 
     def _sub_set_mode(self, sub: m.SetMode) -> None:
-        self.mode = sub.mode
-        self.emit(m.Notice(level="info", message=f"permission mode: {sub.mode.value}"))
+        if sub.preset is not None:
+            self.preset = sub.preset
+        else:
+            assert sub.mode is not None
+            self.base_mode = sub.mode
+        self.mode = self._effective_mode()
+        model = self._main_model()
+        self.emit(m.Notice(level="info", message=f"mode {self.preset}: permission mode {self.mode.value}, "
+                                                  f"main turns on {model}"))
+
+    def _effective_mode(self) -> PermissionMode:
+        """A preset never widens permissions: architect is plan; editor is the configured mode."""
+        return PermissionMode.PLAN if self.preset == "architect" else self.base_mode
+
+    def _main_model(self) -> str:
+        if self.preset == "architect" and self.s.think_model:
+            return self.s.think_model
+        return self.s.model
 
     def _sub_compact(self, sub: m.Compact) -> None:
-        self.emit(m.Notice(level="warning", message="compaction is not available yet in this build of cox"))
+        if self.active is not None or self.compaction is not None:
+            self.emit(m.Notice(level="warning", message="cannot compact while a turn or a compaction runs"))
+            return
+        self._start_compaction(sub.focus, None)
 
     def _sub_answer(self, sub: m.Answer) -> None:
         self.emit(m.Notice(level="warning", message=f"no open question with id {sub.question_id}"))
@@ -422,6 +474,10 @@ class SessionActor(CoxActor):
         if turn.requests >= self.s.max_turns:
             self._finish(StopReason.MAX_TURNS, f"reached the limit of {self.s.max_turns} model requests")
             return
+        over = self._budget_stop()
+        if over is not None:
+            self._finish(StopReason.BUDGET, over)
+            return
         turn.requests += 1
         self._start_stream(turn)
 
@@ -431,6 +487,10 @@ class SessionActor(CoxActor):
         turn.partial = []
         turn.stream_emitted = False
         request = self.assembler.build(self.history, turn.turn, self.s.session_id)
+        request.model = self._main_model()
+        if self.preset == "architect":
+            request.tier = "think"
+            request.thinking_budget = self.s.think_budget_tokens
         ref = self._spawn(("stream", turn.gen, turn.stream_id), lambda: ProviderStreamActor.start(
             self.provider, request, self.actor_ref, turn.stream_id, turn.scope))
         turn.stream_ref = ref
@@ -443,6 +503,9 @@ class SessionActor(CoxActor):
         return turn
 
     def _on_s_text(self, stream_id: int, text: str) -> None:
+        if self.compaction is not None and stream_id == self.compaction.stream_id:
+            self.compaction.text.append(text)
+            return
         turn = self._current(stream_id)
         if turn is not None:
             turn.partial.append(text)
@@ -456,16 +519,25 @@ class SessionActor(CoxActor):
             self.emit(m.ThinkingDelta(text=text))
 
     def _on_s_notice(self, stream_id: int, text: str) -> None:
-        if self._current(stream_id) is not None:
+        if self._current(stream_id) is not None or (self.compaction and stream_id == self.compaction.stream_id):
             self.emit(m.Notice(level="warning", message=text))
 
     def _on_s_end(self, result: StreamResult) -> None:
+        if self.compaction is not None and result.stream_id == self.compaction.stream_id:
+            self._finish_compaction(result)
+            return
         turn = self._current(result.stream_id)
         if turn is None or result.cancelled:
             return
         turn.stream_ref = None
         if result.usage.input_tokens or result.usage.output_tokens:
             self._record_usage(result)
+        if result.error is not None and result.error.context_overflow and not turn.compacted and not turn.partial:
+            turn.compacted = True
+            self.emit(m.Notice(level="warning", message="the context is too long for the model; compacting and "
+                                                        "trying again"))
+            if self._start_compaction(None, turn):
+                return
         if result.error is not None:
             text = "".join(turn.partial)
             if text:
@@ -477,17 +549,21 @@ class SessionActor(CoxActor):
         if content:
             self.emit(m.AssistantMessage(turn=turn.turn, content=content))
             self._add({"role": "assistant", "content": content})
-        if self._over_budget():
-            self._abort_batch_calls(turn, result.content, "not run: the session's budget is spent")
-            self._finish(StopReason.BUDGET, "the session budget is spent")
-            return
         uses = [b for b in result.content if b.get("type") == "tool_use"]
         if result.stop == "pause_turn" and not uses:
             self._sample(turn)
             return
+        if result.stop == "refusal":
+            # Roll the turn back, so a rephrased request is not answered in the refusal's shadow.
+            start = self.turn_starts.get(turn.turn, len(self.history))
+            del self.history[start:]
+            self.turn_starts.pop(turn.turn, None)
+            self.emit(m.Rewound(to_turn=turn.turn, what="conversation"))
+            self._abort_batch_calls(turn, [], "not run: the model declined")
+            self._finish(StopReason.ERROR, "the model declined to answer (refusal); the turn was rolled back — "
+                                           "rephrase the request and try again")
+            return
         if not uses:
-            if result.stop == "refusal":
-                self.emit(m.Notice(level="warning", message="the model declined to continue; rephrase the request"))
             if not turn.steer:
                 reply = self._hook("Stop", {"turn": turn.turn})
                 if reply and isinstance(reply.get("continue"), str) and reply["continue"]:
@@ -694,6 +770,11 @@ class SessionActor(CoxActor):
         """A watched child stopped. A normal stop after its report means nothing; a crash or a
         kill before it reported becomes an error result (call) or a retry/error (stream)."""
         kind, gen, ident = key
+        if kind == "compact":
+            state = self.compaction
+            if state is not None and state.stream_id == ident and not state.scope.cancelled:
+                self._finish_compaction(StreamResult(ident, error=ProviderError(f"the summary stream stopped: {reason}")))
+            return
         turn = self.active
         if turn is None or turn.gen != gen:
             return
@@ -820,25 +901,129 @@ class SessionActor(CoxActor):
         if turn.ran_commands:
             _reap_later(turn.processes)
         self.emit(m.TurnDone(turn=turn.turn, stop=stop, reason=reason))
-        if turn.steer and not self.closing:
-            # Messages typed too late for this turn's last step start the next turn, in order.
-            first, *rest = turn.steer
+        if self.closing:
+            return
+        # Messages typed too late for this turn's last step start the next turn, in order.
+        self.pending_inputs.extend(turn.steer)
+        if stop is StopReason.END_TURN and self._context_full():
+            if self._start_compaction(None, None):
+                return
+        self._drain_pending()
+
+    def _drain_pending(self) -> None:
+        if self.pending_inputs and self.active is None and self.compaction is None:
+            first, *rest = self.pending_inputs
+            self.pending_inputs = []
             self._start_turn(first, rest)
+
+    def _context_full(self) -> bool:
+        from cox.actors.provider.catalog import describe
+
+        window = describe(self.s.model, self.s.model_overrides).context_window
+        return self.last_context_tokens >= self.s.compact_at * window
+
+    def _start_compaction(self, focus: str | None, turn: Turn | None) -> bool:
+        """Summarise all but the last ``keep_turns`` turns on the cheap tier. ``turn`` is the
+        turn to resume afterwards (a context-length error); None for /compact and the automatic
+        compaction after a turn. False when there is nothing old enough to summarise."""
+        from . import compaction as c
+
+        old, new, dropped = c.split_turns(self.history, self.s.keep_turns)
+        if not old or not dropped:
+            self.emit(m.Notice(level="info", message="nothing to compact: every turn is among the last "
+                                                      f"{self.s.keep_turns} kept whole"))
+            return False
+        scope = turn.scope if turn is not None else CancelScope()
+        if turn is None:
+            self.holder.set(scope)
+        self.stream_seq += 1
+        request = c.request(self.s.cheap_model or self.s.model, old, focus, self.s.session_id)
+        state = Compaction(stream_id=self.stream_seq, scope=scope, new=new, dropped=dropped, retry_turn=turn,
+                           before_tokens=self.last_context_tokens or c.estimate_tokens(self.history, []))
+        self.compaction = state
+        ref = self._spawn(("compact", turn.gen if turn else -1, state.stream_id), lambda: ProviderStreamActor.start(
+            self.provider, request, self.actor_ref, state.stream_id, scope))
+        state.ref = ref
+        ref.tell("run")
+        return True
+
+    def _finish_compaction(self, result: StreamResult) -> None:
+        from . import compaction as c
+
+        state = self.compaction
+        self.compaction = None
+        if state is None or result.cancelled:
+            return
+        if state.retry_turn is None:
+            self.holder.set(None)
+        if result.usage.input_tokens or result.usage.output_tokens:
+            self._record_usage(result)
+        summary = "".join(state.text).strip()
+        turn = state.retry_turn
+        if result.error is not None or not summary:
+            why = str(result.error) if result.error else "the summary came back empty"
+            self.emit(m.Notice(level="error", message=f"compaction failed ({why}); the history is unchanged"))
+            if turn is not None and self.active is turn:
+                self._finish(StopReason.ERROR, f"the context is too long and compaction failed: {why}")
+            else:
+                self._drain_pending()
+            return
+        self.history = [c.summary_message(summary, min(state.dropped)), *state.new]
+        self.turn_starts = {t: i for t, i in self.turn_starts.items() if t not in state.dropped}
+        self._reindex_turn_starts()
+        self.reads.clear()
+        after = c.estimate_tokens(self.history, self.assembler.stable)
+        self.emit(m.Compacted(summary=summary, dropped=[str(t) for t in state.dropped],
+                              before_tokens=state.before_tokens, after_tokens=after))
+        self.last_context_tokens = after
+        if turn is not None and self.active is turn:
+            self._start_stream(turn)
+        else:
+            self._drain_pending()
+
+    def _reindex_turn_starts(self) -> None:
+        starts: dict[int, int] = {}
+        for i, msg in enumerate(self.history):
+            t = int(msg.get("_turn", 0))
+            if t not in starts and not msg.get("_summary"):
+                starts[t] = i
+        self.turn_starts = starts
 
     # ------------------------------------------------------------------ usage
 
     def _record_usage(self, result: StreamResult) -> None:
         u = result.usage
-        from cox.actors.session.pricing import cost_usd
+        from cox.actors.provider.catalog import describe
 
-        usage = Usage(model=self.s.model, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
+        model = result.model or self.s.model
+        usage = Usage(model=model, input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                       cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens)
-        usage.cost_usd = cost_usd(self.s.model, usage)
+        usage.cost_usd = describe(model, self.s.model_overrides).cost(usage)
         self.usage_total = self.usage_total + usage
+        self.last_request_cost = usage.cost_usd
+        if self.compaction is None or result.stream_id != self.compaction.stream_id:
+            self.last_context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
         store = self.store()
         if store is not None:
             store.tell(("usage", self.s.session_id, usage.model_dump()))
         self.emit(m.UsageEvent(usage=usage, session_total=self.usage_total, api_ms=result.api_ms))
 
-    def _over_budget(self) -> bool:
-        return self.s.budget_usd is not None and self.usage_total.cost_usd >= self.s.budget_usd
+    def _budget_stop(self) -> str | None:
+        """Why the next request must not be sent: it would pass the session or monthly cap,
+        judging its cost by the last request's (the best guess there is before sending it)."""
+        spent = self.usage_total.cost_usd
+        next_cost = self.last_request_cost
+        cap = self.s.budget_usd
+        monthly = self.s.monthly_budget_usd
+        if monthly is not None and self.month_spent >= monthly:
+            return (f"the monthly budget of ${monthly:.2f} is spent (${self.month_spent:.4f} this month); "
+                    "raise budget.monthly_usd to go on")
+        if spent <= 0:
+            return None
+        if cap is not None and spent + next_cost > cap:
+            return (f"the session budget of ${cap:.2f} is spent (${spent:.4f} so far, the next request would "
+                    f"cost about ${next_cost:.4f}); raise budget.session_usd to go on")
+        if monthly is not None and self.month_spent + spent + next_cost > monthly:
+            return (f"the monthly budget of ${monthly:.2f} is spent (${self.month_spent + spent:.4f} this month); "
+                    "raise budget.monthly_usd to go on")
+        return None

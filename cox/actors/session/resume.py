@@ -62,6 +62,19 @@ def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
                 block["_archive"] = res["archive_id"]
                 block["_label"] = labels.get(str(ev.get("call_id")), "a tool call")
             pending_results.append(block)
+        elif kind == "compacted":
+            flush()
+            from .compaction import summary_message
+
+            dropped = {int(t) for t in ev.get("dropped", []) if str(t).isdigit()}
+            kept = [m for m in out.history if int(m.get("_turn", 0)) not in dropped and not m.get("_summary")]
+            first = min(dropped) if dropped else 0
+            out.history = [summary_message(str(ev.get("summary", "")), first), *kept]
+            out.turn_starts = {}
+            for i, m in enumerate(out.history):
+                t = int(m.get("_turn", 0))
+                if t not in out.turn_starts and not m.get("_summary"):
+                    out.turn_starts[t] = i
         elif kind == "rewound" and ev.get("what", "both") in ("conversation", "both"):
             flush()
             to = int(ev.get("to_turn", 0))

@@ -30,6 +30,7 @@ class Turn:
     stop_watchdog: Any = None
     processes: list[Any] = field(default_factory=list)
     ran_commands: bool = False
+    compacted: bool = False
     suspects: set[tuple[str, Any]] = field(default_factory=set)
 
     def batch_done(self) -> bool:
@@ -37,3 +38,17 @@ class Turn:
 
     def unfinished(self) -> list[ToolCall]:
         return [c for c in self.calls if c.id not in self.results]
+
+
+@dataclass
+class Compaction:
+    """A summary being written: the stream, what it replaces, and the turn waiting on it."""
+
+    stream_id: int
+    scope: Any
+    new: list[dict[str, Any]]
+    dropped: list[int]
+    retry_turn: Turn | None
+    before_tokens: int
+    text: list[str] = field(default_factory=list)
+    ref: Any = None

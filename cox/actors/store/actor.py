@@ -84,6 +84,8 @@ class StoreActor(CoxActor):
             return archive.get(conn, self.layout.archive, message[1])
         if kind == "get_session":
             return db.get_session(conn, message[1])
+        if kind == "spent_since":
+            return db.usage_since(conn, message[1])
         if kind == "list_sessions":
             return db.list_sessions(conn, message[1] if len(message) > 1 else 50)
         raise ValueError(f"store: unknown message {kind!r}")

@@ -104,3 +104,36 @@ def record_usage(conn: sqlite3.Connection, session_id: str, usage: dict[str, Any
          usage.get("output_tokens", 0), usage.get("cache_read_tokens", 0),
          usage.get("cache_write_tokens", 0), usage.get("cost_usd", 0.0)),
     )
+
+
+def usage_since(conn: sqlite3.Connection, since: float) -> float:
+    """Dollars spent since ``since`` (epoch seconds), across every session."""
+    row = conn.execute("SELECT COALESCE(SUM(cost_usd), 0) FROM usage WHERE at >= ?", (since,)).fetchone()
+    return float(row[0])
+
+
+def usage_by_model(conn: sqlite3.Connection, since: float) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT model, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens), "
+        "SUM(cache_write_tokens), SUM(cost_usd) FROM usage WHERE at >= ? GROUP BY model ORDER BY SUM(cost_usd) DESC",
+        (since,),
+    ).fetchall()
+    keys = ("model", "requests", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+            "cost_usd")
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def cache_by_session(conn: sqlite3.Connection, limit: int = 20) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT u.session_id, u.model, COUNT(*), SUM(u.input_tokens), SUM(u.cache_read_tokens), "
+        "SUM(u.cache_write_tokens), MAX(u.at), COALESCE(s.title, '') FROM usage u "
+        "LEFT JOIN sessions s ON s.id = u.session_id GROUP BY u.session_id, u.model ORDER BY MAX(u.at) DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    out = []
+    for sid, model, n, inp, read, write, at, title in rows:
+        total = (inp or 0) + (read or 0) + (write or 0)
+        out.append({"session_id": sid, "model": model, "requests": n, "input_tokens": inp, "cache_read_tokens": read,
+                    "cache_write_tokens": write, "hit_ratio": (read or 0) / total if total else 0.0, "at": at,
+                    "title": title})
+    return out

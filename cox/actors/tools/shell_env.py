@@ -64,7 +64,7 @@ def sandbox_status() -> tuple[bool, str]:
             return _sandbox
         try:
             proc = subprocess.run(
-                [bwrap, "--new-session", "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/",
+                [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/",
                  "/", "--dev", "/dev", "--proc", "/proc", "--", "true"],
                 stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
             if proc.returncode == 0:

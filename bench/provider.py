@@ -1,0 +1,214 @@
+"""Provider figures against a model API on 127.0.0.1 that streams byte-exact SSE.
+
+    .venv/bin/python bench/provider.py
+
+Prints, for Anthropic Messages, OpenAI Responses and Chat Completions: launch → first request
+(median of 10; goal ≤ 150 ms); against 20,000 streamed text deltas, deltas per second reaching
+the stream-json output (goal ≥ 20,000/s) and the time from the server's first body byte to the
+first text_delta line on stdout (goal ≤ 5 ms median); and, for a scripted 10-request session,
+the bytes and cache-breakpoint positions of the 2nd and 10th request. Figures only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.provider.loopback import Loopback, Reply, sse  # noqa: E402
+
+RUNS = 10
+DELTAS = 20_000
+
+
+def anthropic_text(pieces: list[str]) -> list[bytes]:
+    events: list[tuple[str | None, Any]] = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+            "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    events += [("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "text_delta", "text": p}}) for p in pieces]
+    events += [("content_block_stop", {"type": "content_block_stop", "index": 0}),
+               ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                  "usage": {"output_tokens": len(pieces)}}),
+               ("message_stop", {"type": "message_stop"})]
+    return sse(events)
+
+
+def responses_text(pieces: list[str]) -> list[bytes]:
+    resp = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "gpt-5", "output": []}
+    events: list[tuple[str | None, Any]] = [
+        ("response.created", {"type": "response.created", "sequence_number": 0, "response": resp}),
+        ("response.output_item.added", {"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+                                        "item": {"type": "message", "id": "msg_1", "role": "assistant",
+                                                 "status": "in_progress", "content": []}}),
+        ("response.content_part.added", {"type": "response.content_part.added", "sequence_number": 2,
+                                         "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                                         "part": {"type": "output_text", "text": "", "annotations": []}}),
+    ]
+    events += [("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 3 + i,
+                                               "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                                               "delta": p, "logprobs": []}) for i, p in enumerate(pieces)]
+    text = "".join(pieces)
+    done = {**resp, "status": "completed", "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                                                       "status": "completed", "content": [
+                                                           {"type": "output_text", "text": text, "annotations": []}]}],
+            "usage": {"input_tokens": 10, "output_tokens": len(pieces), "total_tokens": 10 + len(pieces),
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    events.append(("response.completed", {"type": "response.completed", "sequence_number": 3 + len(pieces),
+                                          "response": done}))
+    return sse(events)
+
+
+def chat_text(pieces: list[str]) -> list[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "local",
+                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        if usage is not None:
+            out = {**out, "choices": [], "usage": usage}
+        return out
+
+    events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant", "content": ""}))]
+    events += [(None, chunk({"content": p})) for p in pieces]
+    events += [(None, chunk({}, "stop")),
+               (None, chunk({}, usage={"prompt_tokens": 10, "completion_tokens": len(pieces), "total_tokens": 10})),
+               (None, "[DONE]")]
+    return sse(events)
+
+
+PROVIDERS = {
+    "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", anthropic_text, {}),
+    "openai": ("OPENAI_BASE_URL", "OPENAI_API_KEY", responses_text, {"COX_CORE_PROVIDER": "openai"}),
+    "openai-chat": ("OPENAI_BASE_URL", "OPENAI_API_KEY", chat_text, {"COX_CORE_PROVIDER": "openai-chat",
+                                                                      "COX_CORE_MODEL": "local-model"}),
+}
+
+
+def env_for(kind: str, api: Loopback, home: Path) -> dict[str, str]:
+    base_var, key_var, _, extra = PROVIDERS[kind]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+    base = api.url if kind == "anthropic" else api.url + "/v1"
+    env.update({"COX_HOME": str(home), base_var: base, key_var: "test-key", **extra})
+    return env
+
+
+def first_request(kind: str, ws: Path, home: Path) -> float:
+    _, _, make, _ = PROVIDERS[kind]
+    times = []
+    with Loopback() as api:
+        for _ in range(RUNS):
+            api.add(Reply(make(["hi"])))
+            t0 = time.time()
+            subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "x"], cwd=ws,
+                           env=env_for(kind, api, home), capture_output=True, check=False, timeout=60)
+            times.append((api.requests[-1]["at"] - t0) * 1000)
+    return statistics.median(times)
+
+
+def streaming(kind: str, ws: Path, home: Path) -> tuple[float, float]:
+    _, _, make, _ = PROVIDERS[kind]
+    firsts, rates = [], []
+    with Loopback() as api:
+        for _ in range(3):
+            body = make(["ab"] * DELTAS)
+            api.add(Reply([b"".join(body[: len(body) // 2]), b"".join(body[len(body) // 2 :])]))
+            proc = subprocess.Popen([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "x", "--output-format",
+                                     "stream-json"], cwd=ws, env=env_for(kind, api, home), stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL)
+            assert proc.stdout is not None
+            first = last = None
+            count = 0
+            for raw in proc.stdout:
+                if b'"type":"text_delta"' in raw:
+                    now = time.time()
+                    first = first or now
+                    last = now
+                    count += 1
+            proc.wait(60)
+            if first is None or last is None or not api.first_byte_at:
+                continue
+            firsts.append((first - api.first_byte_at[-1]) * 1000)
+            rates.append(count / max(last - api.first_byte_at[-1], 1e-6))
+    return statistics.median(firsts), statistics.median(rates)
+
+
+def cache_layout(ws: Path, home: Path) -> None:
+    """Ten requests of one Anthropic session (read → result → …): size and cache marks of #2 and #10."""
+    def tool_reply(i: int) -> list[bytes]:
+        events: list[tuple[str | None, Any]] = [
+            ("message_start", {"type": "message_start", "message": {
+                "id": f"m{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": f"toolu_{i}", "name": "read", "input": {}}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps({"path": "a.txt"}) if i % 2 else
+                json.dumps({"path": "a.txt", "offset": i})}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        return sse(events)
+
+    (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(50)))
+    with Loopback() as api:
+        for i in range(1, 10):
+            api.add(Reply(tool_reply(i)))
+        api.add(Reply(anthropic_text(["done"])))
+        subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "read a.txt ten times",
+                        "--permission-mode", "bypassPermissions"], cwd=ws, env=env_for("anthropic", api, home),
+                       capture_output=True, check=False, timeout=120)
+        for n in (2, 10):
+            if len(api.requests) < n:
+                print(f"request #{n}: not sent ({len(api.requests)} requests)")
+                continue
+            body = api.requests[n - 1]["json"]
+            size = len(json.dumps(body, separators=(",", ":")).encode())
+            marks = []
+            for i, block in enumerate(body.get("system", [])):
+                if "cache_control" in block:
+                    marks.append(f"system[{i}]")
+            for mi, msg in enumerate(body.get("messages", [])):
+                content = msg.get("content")
+                if isinstance(content, list):
+                    for bi, block in enumerate(content):
+                        if isinstance(block, dict) and "cache_control" in block:
+                            marks.append(f"messages[{mi}].content[{bi}]")
+            print(f"request #{n}: {size:,} bytes, {len(body.get('messages', []))} messages, cache marks at "
+                  f"{', '.join(marks) or 'none'}")
+
+
+def main() -> None:
+    ws = Path(tempfile.mkdtemp(prefix="cox-bench-provider-"))
+    home = ws / ".cox-home"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cox")], check=False)
+    t = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        t.append((time.perf_counter() - t0) * 1000)
+    print(f"floor: python -c pass {statistics.median(t):.1f} ms")
+    for kind in PROVIDERS:
+        first = first_request(kind, ws, home)
+        lat, rate = streaming(kind, ws, home)
+        print(f"{kind:<12} launch → first request {first:6.1f} ms (goal ≤ 150) · {DELTAS:,} deltas: "
+              f"{rate:,.0f}/s to stream-json (goal ≥ 20,000) · first byte → first text_delta {lat:.1f} ms (goal ≤ 5)")
+    cache_layout(ws, home)
+
+
+if __name__ == "__main__":
+    main()
