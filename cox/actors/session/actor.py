@@ -450,8 +450,10 @@ class SessionActor(CoxActor):
         store = self.store()
         if store is not None:
             store.tell(("title", self.s.session_id, text))
-        self._mark(turn.turn, text)
         self._sample(turn)
+        # After the request has left: the checkpoint marker (git probe, a db row) is not on the
+        # path to the model's first token.
+        self._mark(turn.turn, text)
 
     def _mark(self, turn: int, text: str) -> None:
         cp = self._checkpointer()
