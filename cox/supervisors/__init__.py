@@ -50,5 +50,6 @@ __all__ = [
     "spawn_linked",
     "start_supervisor",
     "supervisor_spec",
+    "wait_cancelled",
     "whereis",
 ]

@@ -16,7 +16,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from cox.protocol.interfaces import CancelToken
@@ -144,3 +144,16 @@ class CancelScope:
 if TYPE_CHECKING:
     # CancelScope is what a tool or a provider sees as its CancelToken.
     _token: CancelToken = CancelScope()
+
+
+def wait_cancelled(token: Any, seconds: float) -> bool:
+    """Sleep up to ``seconds`` unless ``token`` (anything with ``cancelled`` and ``on_cancel``)
+    is cancelled first; True when it was. For waits inside work a turn may interrupt."""
+    if seconds <= 0:
+        return bool(token.cancelled)
+    ev = threading.Event()
+    unregister = token.on_cancel(ev.set)
+    try:
+        return ev.wait(seconds) or bool(token.cancelled)
+    finally:
+        unregister()

@@ -51,6 +51,7 @@ from cox.protocol.model import (
     ToolUseStop,
     UsageDelta,
 )
+from cox.supervisors.cancel import wait_cancelled
 
 
 class ScriptError(ValueError):
@@ -71,18 +72,6 @@ def load_script(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     if not isinstance(script, dict) or not isinstance(script.get("replies"), list):
         raise ScriptError('a model script is an object with a "replies" list')
     return script
-
-
-def _wait(cancel: CancelToken, seconds: float) -> bool:
-    """Sleep up to ``seconds``; True when the turn was cancelled meanwhile."""
-    if seconds <= 0:
-        return cancel.cancelled
-    ev = threading.Event()
-    unregister = cancel.on_cancel(ev.set)
-    try:
-        return ev.wait(seconds) or cancel.cancelled
-    finally:
-        unregister()
 
 
 class ScriptedProvider:
@@ -119,7 +108,7 @@ class ScriptedProvider:
         reply = self._take(request)
         if "error" in reply and "events" not in reply:
             raise _error(reply["error"])
-        if _wait(cancel, float(reply.get("delay_ms", 0)) / 1000):
+        if wait_cancelled(cancel, float(reply.get("delay_ms", 0)) / 1000):
             return
         steps = reply["events"] if "events" in reply else _shorthand(reply)
         delta_delay = float(reply.get("delta_delay_ms", 0)) / 1000
@@ -136,7 +125,7 @@ class ScriptedProvider:
                     for piece in _chunks(text, chunk):
                         out_chars += len(piece)
                         yield TextPart(piece)
-                        if delta_delay and _wait(cancel, delta_delay):
+                        if delta_delay and wait_cancelled(cancel, delta_delay):
                             return
             elif "thinking" in step:
                 for piece in _chunks(str(step["thinking"]), chunk):
@@ -157,10 +146,10 @@ class ScriptedProvider:
                 yield ToolUseStop(index)
                 index += 1
             elif "delay_ms" in step:
-                if _wait(cancel, float(step["delay_ms"]) / 1000):
+                if wait_cancelled(cancel, float(step["delay_ms"]) / 1000):
                     return
             elif step.get("stall"):
-                _wait(cancel, 3600.0)
+                wait_cancelled(cancel, 3600.0)
                 return
             elif "error" in step:
                 raise _error(step["error"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from cox.protocol.model import (
     UsageDelta,
 )
 from cox.supervisors import CoxActor
+from cox.supervisors.cancel import wait_cancelled
 
 MAX_RETRIES = 4
 
@@ -129,13 +129,7 @@ class ProviderStreamActor(CoxActor):
 
     def _backoff(self, attempt: int, hint: float | None) -> bool:
         delay = hint if hint is not None else min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
-        ev = threading.Event()
-        unregister = self.cancel.on_cancel(ev.set)
-        try:
-            ev.wait(delay)
-        finally:
-            unregister()
-        return self.cancel.cancelled
+        return wait_cancelled(self.cancel, delay)
 
     def _run(self) -> None:
         sid = self.stream_id

@@ -7,7 +7,6 @@ Tools never crash the turn: the ToolCall actor turns an exception into an error 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,12 +67,3 @@ class BaseTool:
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         raise NotImplementedError(f"tool {self.name} has no call()")  # every concrete tool overrides
-
-
-def wait_cancelled(cancel: CancelToken, seconds: float) -> bool:
-    ev = threading.Event()
-    unregister = cancel.on_cancel(ev.set)
-    try:
-        return ev.wait(seconds) or cancel.cancelled
-    finally:
-        unregister()

@@ -24,8 +24,8 @@ from typing import Any
 
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
-from .base import BaseTool, ToolEnv, ToolInputError
-from .files import BINARY_SNIFF, display, resolve
+from .base import ToolEnv, ToolInputError
+from .files import BINARY_SNIFF, PathTool, display, resolve
 
 MAX_CANDIDATES = 3
 MAX_CANDIDATE_LINES = 8  # lines shown of each candidate window
@@ -195,7 +195,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-class EditTool(BaseTool):
+class EditTool(PathTool):
     name = "edit"
     description = (
         "Replace an exact string in an existing file. old_string must match the file exactly (whitespace "
@@ -218,15 +218,6 @@ class EditTool(BaseTool):
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE
-
-    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
-        try:
-            return str(resolve(call_input, env))
-        except Exception:
-            return str(call_input.get("path", ""))
-
-    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
-        return [resolve(call.input, env)]
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)

@@ -29,7 +29,21 @@ def display(path: Path, env: ToolEnv) -> str:
         return str(path)
 
 
-class ReadTool(BaseTool):
+class PathTool(BaseTool):
+    """A tool about one file named by its ``path`` input: the confined path is its subject, and
+    (unless it only reads) the file a checkpoint must save first."""
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        try:
+            return str(resolve(call_input, env))
+        except Exception:
+            return str(call_input.get("path", ""))
+
+    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        return [] if self.risk(call.input) is Risk.READ_ONLY else [resolve(call.input, env)]
+
+
+class ReadTool(PathTool):
     name = "read"
     description = (
         "Read a text file in the workspace. Returns lines prefixed with their line numbers. "
@@ -50,12 +64,6 @@ class ReadTool(BaseTool):
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
-
-    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
-        try:
-            return str(resolve(call_input, env))
-        except Exception:
-            return str(call_input.get("path", ""))
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
@@ -84,7 +92,7 @@ class ReadTool(BaseTool):
         return ToolResult(visible=body, meta={"lines": len(chosen), "total_lines": len(lines)})
 
 
-class WriteTool(BaseTool):
+class WriteTool(PathTool):
     name = "write"
     description = "Write a file in the workspace (creating parent folders), replacing it whole if it exists."
     input_schema = {
@@ -98,15 +106,6 @@ class WriteTool(BaseTool):
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE
-
-    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
-        try:
-            return str(resolve(call_input, env))
-        except Exception:
-            return str(call_input.get("path", ""))
-
-    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
-        return [resolve(call.input, env)]
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
