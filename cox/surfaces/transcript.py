@@ -16,6 +16,7 @@ class Transcript:
         self.show = show_output_lines
         self.in_text = False
         self.calls: dict[str, Any] = {}
+        self.cwd = ""
 
     def _end_text(self) -> None:
         if self.in_text:
@@ -25,7 +26,9 @@ class Transcript:
     def event(self, event: Any) -> None:
         t = event.type
         w = self.out.write
-        if t == "user_message":
+        if t == "session_started":
+            self.cwd = event.cwd.rstrip("/") + "/"
+        elif t == "user_message":
             self._end_text()
             w(f"\n{'you (queued)' if event.steered else 'you'} › {sanitize(event.text)}\n")
         elif t == "text_delta":
@@ -36,7 +39,10 @@ class Transcript:
         elif t == "tool_call_requested":
             self._end_text()
             self.calls[event.call.id] = event.call
-            w(f"  ● {event.call.name}  {sanitize(_short(event.call.subject or str(event.call.input)))}\n")
+            subject = event.call.subject or str(event.call.input)
+            if self.cwd and subject.startswith(self.cwd):
+                subject = subject[len(self.cwd):]  # paths inside the workspace, as the user wrote them
+            w(f"  ● {event.call.name}  {sanitize(_short(subject))}\n")
         elif t == "approval_required":
             self._end_text()
             w(f"  ? {event.call.name} needs approval: {sanitize(event.reason)}\n")
