@@ -39,6 +39,31 @@ LIVE: dict[int, subprocess.Popen[bytes]] = {}
 """Every command process a tool started and nobody has reaped yet, by pid."""
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether the group has a member that is not a zombie. ``killpg(pgid, 0)`` also counts
+    zombies, and in a container whose PID 1 does not reap, an orphaned zombie (bwrap's inner
+    process, say) stays in the group for good."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        pids = os.listdir("/proc")
+    except OSError:
+        return True
+    for pid in pids:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
 def kill_group(pgid: int) -> None:
     """SIGTERM the group, wait a short grace period, then SIGKILL whatever is left."""
     try:
@@ -47,9 +72,7 @@ def kill_group(pgid: int) -> None:
         return
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
+        if not _group_alive(pgid):
             return
         time.sleep(0.01)
     try:
