@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli"}
+EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli"}
 
 
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -120,6 +120,10 @@ def _dispatch(args: Any) -> int:
         from .config_cli import run as config_run
 
         return int(config_run(args))
+    if cmd == "mcp":
+        from .mcp_cli import run as mcp_run
+
+        return int(mcp_run(args))
     if cmd == "apply-patch":
         from .patch_cli import run as patch_run
 

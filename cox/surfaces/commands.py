@@ -117,6 +117,32 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed)
 
 
+def session_tools(app: Any, prep: Prepared) -> dict[str, Any]:
+    """The built-in tools, plus those of the configured MCP servers (started under the app's
+    ``mcp`` supervisor; a server that fails is a warning and an absence). The MCP SDK is
+    imported only when a server is configured, so plain runs do not pay for it."""
+    tools = _tools()
+    from cox.actors.mcp.config import load_servers
+
+    servers = load_servers(prep.config.mcp, prep.cwd)
+    if not servers:
+        return tools
+    from cox.actors.mcp import start_mcp
+    from cox.policy.sandbox import SandboxPolicy
+
+    s = prep.settings
+    sandbox = SandboxPolicy(s.sandbox_mode, tuple([*s.roots, *s.writable_roots]), True)
+    manager = start_mcp(app.root, servers, timeout_s=prep.config.mcp.timeout_s,
+                        startup_timeout_s=prep.config.mcp.startup_timeout_s, cwd=prep.cwd, sandbox=sandbox,
+                        log_dir=prep.layout.logs)
+    manager.wait_settled()
+    for row in manager.state():
+        if str(row.get("status", "")).startswith("failed"):
+            print(f"cox: warning: mcp server {row['name']} {row['status']}", file=sys.stderr)
+    s.mcp_servers = manager.state()
+    return {**tools, **manager.tools()}
+
+
 def cmd_run(args: Any) -> int:
     from . import headless
     from .runtime import App
@@ -134,7 +160,7 @@ def cmd_run(args: Any) -> int:
         return fail(str(exc), exc.code)
     app = App(prep.home)
     try:
-        handle = app.open_session(prep.settings, prep.provider, _tools(), prep.engine, prep.resumed)
+        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine, prep.resumed)
         return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                             verbose=args.verbose)
     finally:
@@ -151,7 +177,8 @@ def cmd_interactive(args: Any) -> int:
         return fail(str(exc), exc.code)
     app = App(prep.home)
     try:
-        handle = app.open_session(prep.settings, prep.provider, _tools(), prep.engine, prep.resumed)
+        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine,
+                                  prep.resumed)
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         return plain.run(handle, resumed=prep.resumed, think_price=think,
                          architect_from_config=prep.settings.preset == "architect" and not getattr(args, "mode", None))

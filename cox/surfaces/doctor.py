@@ -61,9 +61,39 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
 
     ok, why = Checkpointer.available()
     rows.append(("ok" if ok else "warn", "checkpoints", why if ok else f"{why}: install git for /rewind of code"))
+    if config is not None:
+        rows += _mcp_rows(config, cwd, home)
     rg = shutil.which("rg")
     rows.append(("ok" if rg else "warn", "ripgrep", rg or "not found: grep uses the slower built-in search"))
     return rows
+
+
+def _mcp_rows(config: Any, cwd: Path, home: Path) -> list[tuple[str, str, str]]:
+    """Start each configured MCP server once and report how it came up."""
+    from cox.actors.mcp.config import load_servers
+
+    servers = load_servers(config.mcp, cwd)
+    if not servers:
+        return []
+    from cox.actors.mcp import start_mcp
+
+    from .runtime import App
+
+    app = App(home)
+    try:
+        manager = start_mcp(app.root, servers, timeout_s=config.mcp.timeout_s,
+                            startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd)
+        manager.wait_settled()
+        tools = manager.tools()
+        rows = []
+        for row in manager.state():
+            status = str(row.get("status", ""))
+            count = sum(1 for t in tools if t.startswith(f"mcp__{row['name']}__"))
+            ok = status == "ready"
+            rows.append(("ok" if ok else "warn", f"mcp {row['name']}", f"{status}" + (f", {count} tools" if ok else "")))
+        return rows
+    finally:
+        app.close()
 
 
 def run(args: Any) -> int:

@@ -1,0 +1,135 @@
+"""Where MCP servers come from: the user config, ``~/.claude.json`` and the project's ``.mcp.json``.
+
+Each server keeps its origin because trust depends on it: a server the user configured is
+trusted on first connect, one a repository brought along (``.mcp.json``) stays pending until the
+user runs ``cox mcp trust <name>``. When two sources name the same server the user config wins
+over ``~/.claude.json``, which wins over the project (a checked-out repository must not be able to
+replace a server the user set up).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from cox.config.schema import McpConfig, McpServerConfig
+
+__all__ = ["McpServerSpec", "Origin", "load_servers", "parse_servers"]
+
+log = logging.getLogger(__name__)
+
+
+class Origin(StrEnum):
+    """Which file declared a server; decides whether it is trusted without asking."""
+
+    USER = "user"
+    CLAUDE = "claude"
+    PROJECT = "project"
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """One server as cox runs it: stdio (``command``) or streamable HTTP (``url``)."""
+
+    name: str
+    origin: Origin
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    sandbox: bool = True
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    @classmethod
+    def from_config(cls, name: str, cfg: McpServerConfig, origin: Origin = Origin.USER) -> McpServerSpec:
+        return cls(name=name, origin=origin, command=cfg.command, args=tuple(cfg.args), env=dict(cfg.env),
+                   cwd=cfg.cwd, url=cfg.url, headers=dict(cfg.headers), sandbox=cfg.sandbox)
+
+
+def _valid_name(name: str) -> bool:
+    # The name becomes part of a tool name (mcp__<server>__<tool>) and of a registry path.
+    return bool(name) and "/" not in name and "__" not in name
+
+
+def parse_servers(raw: Any, origin: Origin, source: str) -> dict[str, McpServerSpec]:
+    """Servers from a Claude Code style ``mcpServers`` mapping. Bad entries are skipped with a
+    warning: one broken server must not stop the others (or cox) from starting."""
+    out: dict[str, McpServerSpec] = {}
+    if not isinstance(raw, dict):
+        if raw is not None:
+            log.warning("%s: mcpServers is not an object; ignored", source)
+        return out
+    for name, entry in raw.items():
+        if not isinstance(name, str) or not _valid_name(name) or not isinstance(entry, dict):
+            log.warning("%s: mcp server %r ignored: bad name or entry", source, name)
+            continue
+        kind = entry.get("type")
+        command, url = entry.get("command"), entry.get("url")
+        if kind in ("sse",):
+            log.warning("%s: mcp server %r uses the sse transport, which cox does not support; ignored", source, name)
+            continue
+        if not isinstance(command, str) and not isinstance(url, str):
+            log.warning("%s: mcp server %r has neither command nor url; ignored", source, name)
+            continue
+        args = entry.get("args") or []
+        env = entry.get("env") or {}
+        headers = entry.get("headers") or {}
+        if not (isinstance(args, list) and isinstance(env, dict) and isinstance(headers, dict)):
+            log.warning("%s: mcp server %r: args/env/headers have the wrong type; ignored", source, name)
+            continue
+        out[name] = McpServerSpec(
+            name=name, origin=origin,
+            command=command if isinstance(command, str) else None,
+            args=tuple(str(a) for a in args),
+            env={str(k): str(v) for k, v in env.items()},
+            cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
+            url=url if isinstance(url, str) and not isinstance(command, str) else None,
+            headers={str(k): str(v) for k, v in headers.items()},
+            sandbox=bool(entry.get("sandbox", True)),
+        )
+    return out
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        log.warning("%s: not readable as JSON (%s); its MCP servers are ignored", path, err)
+        return None
+
+
+def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None) -> dict[str, McpServerSpec]:
+    """Every configured server, by name: user config, then ``~/.claude.json``, then ``<cwd>/.mcp.json``
+    (earlier sources win on a name clash). ``home`` defaults to ``Path.home()``."""
+    home = Path.home() if home is None else home
+    servers: dict[str, McpServerSpec] = {}
+    project_path = Path(cwd) / ".mcp.json"
+    project = _read_json(project_path)
+    claude = _read_json(home / ".claude.json")
+    layers = [
+        {n: McpServerSpec.from_config(n, c, Origin.USER) for n, c in mcp.servers.items() if _valid_name(n)},
+        parse_servers(claude.get("mcpServers") if isinstance(claude, dict) else None, Origin.CLAUDE,
+                      str(home / ".claude.json")),
+        parse_servers(project.get("mcpServers") if isinstance(project, dict) else None, Origin.PROJECT,
+                      str(project_path)),
+    ]
+    for layer in layers:
+        for name, spec in layer.items():
+            if name in servers:
+                log.warning("mcp server %r from %s is shadowed by the one from %s", name, spec.origin,
+                            servers[name].origin)
+                continue
+            servers[name] = spec
+    return servers

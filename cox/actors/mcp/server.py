@@ -1,0 +1,488 @@
+"""``McpServerActor``: one MCP server, as one supervised actor.
+
+Why it is shaped like this (RUNTIME.md, "MCP SDK"):
+
+- The SDK is asyncio; pykka actors are threads. Each actor owns an asyncio loop on a thread of
+  its own and the whole client session (transport, ``ClientSession``) lives in one task on that
+  loop, so entering and leaving the SDK's context managers happens in one task, as anyio wants.
+- A tool call can take minutes. It must not block the actor's inbox (a stop, or another call,
+  would wait behind it), so the actor only hands out a :class:`Connection`; the *calling* thread
+  submits the coroutine to the loop (``run_coroutine_threadsafe``) and waits on the concurrent
+  future itself, always with a timeout. Cancelling the future cancels the task, and the SDK sends
+  ``notifications/cancelled``.
+- When a stdio server dies, SDK calls fail with "Connection closed" while the session object
+  stays open. A connection that closes, a call that fails that way, or a call that times out
+  (a hung server) therefore makes the actor fail itself (``_cox_fail``) after the caller got its
+  error, so the supervisor restarts it with backoff. A hung server's process group is killed.
+- Stdio servers are spawned by cox's own small transport instead of the SDK's ``stdio_client``:
+  it lets cox pass an exact environment (an allowlist, not the SDK's inherited set), start the
+  server in a new session (so ``killpg`` ends it and its children) and know its pid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import mcp_types
+from mcp import ClientSession, MCPError
+from mcp.shared.message import SessionMessage
+
+from cox.policy.sandbox import SandboxPolicy, bwrap_argv
+from cox.protocol.interfaces import CancelToken
+from cox.supervisors import CoxActor
+
+from .config import McpServerSpec
+
+__all__ = [
+    "Connection",
+    "McpCallCancelled",
+    "McpCallError",
+    "McpServerActor",
+    "McpServerCrashed",
+    "ServerSettings",
+    "StatusBoard",
+    "child_env",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "TERM", "TMPDIR", "USER")
+"""What a stdio server inherits from cox's environment (plus ``LC_*`` and its own ``env``): no
+API keys or tokens of cox's leak into a third-party process."""
+
+_KILL_GRACE_S = 0.3
+
+
+def child_env(own: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a stdio server: the allowlisted variables of ``environ`` plus ``own``."""
+    environ = os.environ if environ is None else environ
+    env = {k: v for k, v in environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
+    env.update(own)
+    return env
+
+
+class McpCallError(Exception):
+    """A call did not produce a result; the message is written for the model to read."""
+
+
+class McpServerCrashed(McpCallError):
+    """The server died, closed the connection or stopped answering during the call."""
+
+
+class McpCallCancelled(McpCallError):
+    """The caller's cancel scope was cancelled while the call ran."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What every server of one manager shares."""
+
+    timeout_s: float = 60.0
+    startup_timeout_s: float = 30.0
+    cwd: Path | None = None
+    """Working directory for servers without ``cwd`` (the workspace) and the sandbox's chdir."""
+    sandbox: SandboxPolicy | None = None
+    """The session's sandbox; ``None`` runs stdio servers unwrapped."""
+    log_dir: Path | None = None
+    """Where each stdio server's stderr goes (``mcp-<name>.log``); ``None`` discards it."""
+
+
+@dataclass
+class _ServerStatus:
+    phase: str = "starting"  # starting | ready | failed
+    error: str | None = None
+    tools: list[mcp_types.Tool] | None = None
+    lives: int = 0
+
+
+@dataclass
+class StatusBoard:
+    """What each server actor publishes for the manager: phase, last error, last tool list.
+
+    Lives outside the actors so it survives their restarts: the manager reads it without asking
+    an actor (which may be busy starting), and the tool list of a server being restarted stays
+    known, so its tools do not vanish from a session mid-turn.
+    """
+
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _servers: dict[str, _ServerStatus] = field(default_factory=dict)
+
+    def update(self, name: str, **changes: Any) -> None:
+        with self._lock:
+            status = self._servers.setdefault(name, _ServerStatus())
+            for key, value in changes.items():
+                setattr(status, key, value)
+
+    def starting(self, name: str) -> None:
+        with self._lock:
+            status = self._servers.setdefault(name, _ServerStatus())
+            status.lives += 1
+            if status.phase != "failed":
+                status.phase = "starting"
+
+    def get(self, name: str) -> _ServerStatus:
+        with self._lock:
+            status = self._servers.get(name, _ServerStatus())
+            return _ServerStatus(status.phase, status.error, status.tools, status.lives)
+
+
+# -- stdio transport --------------------------------------------------------------------------------
+
+
+def _parse_line(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+def _killpg(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+@asynccontextmanager
+async def _stdio_transport(argv: list[str], env: dict[str, str], cwd: str | None, stderr: IO[bytes] | int,
+                           on_spawn: Callable[[int], None], closed: asyncio.Event) -> AsyncIterator[Any]:
+    """Spawn ``argv`` in a new session and bridge its pipes to the SDK's in-memory streams.
+
+    ``closed`` is set when the server's stdout ends (it exited or was killed), which is how the
+    actor notices a server that died while idle. Leaving the context kills the process group.
+    """
+    process = await anyio.open_process(argv, env=env, cwd=cwd, stderr=stderr, start_new_session=True)
+    on_spawn(process.pid)
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    assert process.stdout is not None and process.stdin is not None
+    stdout, stdin = process.stdout, process.stdin
+
+    async def reader() -> None:
+        buffer = b""
+        try:
+            async with read_writer:
+                async for chunk in stdout:
+                    *lines, buffer = (buffer + chunk).split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            await read_writer.send(_parse_line(line))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            closed.set()
+
+    async def writer() -> None:
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await stdin.send(data.encode())
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):
+                    await stdin.aclose()
+                _killpg(process.pid, signal.SIGTERM)
+                deadline = time.monotonic() + _KILL_GRACE_S
+                while process.returncode is None and time.monotonic() < deadline:
+                    await anyio.sleep(0.01)
+                if process.returncode is None:
+                    _killpg(process.pid, signal.SIGKILL)
+                    with anyio.move_on_after(2.0):
+                        await process.wait()
+                for stream in (read_stream, write_stream, read_writer, write_reader):
+                    await stream.aclose()
+                with contextlib.suppress(Exception):
+                    await process.aclose()
+            tg.cancel_scope.cancel()
+
+
+# -- the connection ---------------------------------------------------------------------------------
+
+
+class Connection:
+    """One incarnation's live session, usable from any thread.
+
+    The actor creates it in ``on_start`` and hands it out; callers wait on ``ready`` and on their
+    own calls' futures, so nothing blocks the actor's inbox. ``dead`` turns true once, when the
+    connection is found broken (the actor is then failing itself and a new one will come).
+    """
+
+    def __init__(self, spec: McpServerSpec, settings: ServerSettings, on_broken: Callable[[BaseException], None]):
+        self.spec = spec
+        self.settings = settings
+        self.ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
+        self.pid: int | None = None
+        self._on_broken = on_broken
+        self._broken = threading.Event()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp-{spec.name}", daemon=True)
+        self._session: ClientSession | None = None
+        self._stop = asyncio.Event()  # binds to the loop on first use (3.10+)
+        self._serving: concurrent.futures.Future[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._done = threading.Event()
+        self._stderr: IO[bytes] | None = None
+
+    @property
+    def dead(self) -> bool:
+        return self._broken.is_set()
+
+    def start(self) -> None:
+        self._thread.start()
+        self._serving = asyncio.run_coroutine_threadsafe(self._serve(), self._loop)
+
+    def broken(self, error: BaseException) -> None:
+        """Mark the connection broken and tell the actor, once."""
+        if self._broken.is_set():
+            return
+        self._broken.set()
+        self._on_broken(error)
+
+    # -- runs on the loop thread --
+
+    async def _serve(self) -> None:
+        self._task = asyncio.current_task()
+        closed = asyncio.Event()
+        try:
+            async with AsyncExitStack() as stack:
+                streams = await stack.enter_async_context(self._transport(closed))
+                session = await stack.enter_async_context(ClientSession(*streams))
+                with anyio.fail_after(self.settings.startup_timeout_s):
+                    await session.initialize()
+                    tools = await self._list_tools(session)
+                self._session = session
+                self.ready.set_result(tools)
+                waiters = [asyncio.ensure_future(self._stop.wait()), asyncio.ensure_future(closed.wait())]
+                try:
+                    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for waiter in waiters:
+                        waiter.cancel()
+                if closed.is_set() and not self._stop.is_set():
+                    raise McpServerCrashed(f"mcp server '{self.spec.name}' closed its connection")
+        except BaseException as exc:  # noqa: BLE001 - a start failure or a crash, reported once
+            while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                exc = exc.exceptions[0]
+            error = exc if isinstance(exc, Exception) else McpServerCrashed(repr(exc))
+            if isinstance(exc, TimeoutError) and not self.ready.done():
+                error = McpServerCrashed(f"did not start within {self.settings.startup_timeout_s:g}s")
+            if not self.ready.done():
+                self.ready.set_exception(error)
+            if not self._stop.is_set():
+                self.broken(error)
+        finally:
+            self._session = None
+            if self._stderr is not None:
+                self._stderr.close()
+            self._done.set()
+
+    def _transport(self, closed: asyncio.Event) -> contextlib.AbstractAsyncContextManager[Any]:
+        spec = self.spec
+        if spec.url:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            return _http_transport(spec.url, dict(spec.headers), create_mcp_http_client, streamable_http_client)
+        assert spec.command is not None
+        cwd = spec.cwd or (str(self.settings.cwd) if self.settings.cwd else None)
+        argv = [spec.command, *spec.args]
+        if spec.sandbox and self.settings.sandbox is not None:
+            argv = bwrap_argv(self.settings.sandbox, argv, cwd=Path(cwd or os.getcwd()))
+        stderr: IO[bytes] | int = -3  # subprocess.DEVNULL
+        if self.settings.log_dir is not None:
+            with contextlib.suppress(OSError):
+                self.settings.log_dir.mkdir(parents=True, exist_ok=True)
+                self._stderr = open(self.settings.log_dir / f"mcp-{spec.name}.log", "ab")  # noqa: SIM115
+                stderr = self._stderr
+        return _stdio_transport(argv, child_env(spec.env), cwd, stderr, self._spawned, closed)
+
+    def _cancel_task(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        elif self._serving is not None:
+            self._serving.cancel()  # not running yet: it never will
+            self._done.set()
+
+    def _spawned(self, pid: int) -> None:
+        self.pid = pid
+
+    @staticmethod
+    async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        for _ in range(100):  # a server that pages forever is not our problem to follow
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_tools(params=params)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    # -- called from any thread --
+
+    def call_tool(self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None,
+                  cancel: CancelToken | None = None,
+                  progress: Callable[[float, float | None, str | None], None] | None = None,
+                  ) -> mcp_types.CallToolResult:
+        """Call ``tool`` and wait (in the calling thread) for its result.
+
+        Raises :class:`McpServerCrashed` (the connection broke or the call timed out: the actor
+        is failing itself), :class:`McpCallCancelled`, or :class:`McpCallError` (the server
+        answered with a protocol error; the connection is fine).
+        """
+        name = self.spec.name
+        timeout = self.settings.timeout_s if timeout is None else timeout
+        session = self._session
+        if session is None or self.dead:
+            raise McpServerCrashed(f"mcp server '{name}' is not connected; it is being restarted")
+
+        report = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if report is not None:
+                try:
+                    report(progress, total, message)
+                except Exception:
+                    log.exception("progress callback of mcp server %s failed", name)
+
+        future = asyncio.run_coroutine_threadsafe(
+            session.call_tool(tool, arguments, progress_callback=on_progress), self._loop)
+        def cancel_call() -> None:
+            future.cancel()  # cancels the task; the SDK sends notifications/cancelled
+
+        unregister = cancel.on_cancel(cancel_call) if cancel is not None else (lambda: None)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.CancelledError:
+            raise McpCallCancelled(f"mcp call {name}/{tool} was cancelled") from None
+        except TimeoutError:
+            future.cancel()
+            error = McpServerCrashed(
+                f"mcp server '{name}' did not answer {tool} within {timeout:g}s; it was killed and is being restarted")
+            self.broken(error)
+            raise error from None
+        except MCPError as err:
+            if err.code == mcp_types.CONNECTION_CLOSED or self.dead:
+                error = McpServerCrashed(f"mcp server '{name}' crashed during the call; it is being restarted")
+                self.broken(error)
+                raise error from None
+            raise McpCallError(f"mcp server '{name}' refused {tool}: {err.message}") from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as err:
+            error = McpServerCrashed(f"mcp server '{name}' crashed during the call; it is being restarted")
+            self.broken(error)
+            raise error from err
+        finally:
+            unregister()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the session, kill the server, stop the loop thread; every wait bounded."""
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._stop.set)
+            if not self.ready.done():  # still starting: nothing to end gracefully
+                self._loop.call_soon_threadsafe(self._cancel_task)
+        if self._serving is not None and not self._done.wait(timeout):
+            log.warning("mcp server %s did not shut down within %gs", self.spec.name, timeout)
+        if self.pid is not None:  # a backstop: whatever is left of the group dies now
+            _killpg(self.pid, signal.SIGKILL)
+        if not self.ready.done():
+            self.ready.set_exception(McpServerCrashed(f"mcp server '{self.spec.name}' was stopped"))
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str], make_client: Any, connect: Any) -> AsyncIterator[Any]:
+    async with make_client(headers=headers) as client, connect(url, http_client=client) as streams:
+        yield streams[0], streams[1]
+
+
+# -- the actor ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GetConnection:
+    """Ask: the current :class:`Connection` (the caller waits on its ``ready`` itself)."""
+
+
+@dataclass(frozen=True)
+class _Broken:
+    error: BaseException
+
+
+class McpServerActor(CoxActor):
+    """One MCP server under the ``mcp`` supervisor. Its inbox only ever holds short messages."""
+
+    def __init__(self, spec: McpServerSpec, settings: ServerSettings, board: StatusBoard,
+                 on_ready: Callable[[list[mcp_types.Tool]], None] | None = None) -> None:
+        super().__init__()
+        self._mcp_spec = spec
+        self._mcp_board = board
+        self._mcp_on_ready = on_ready
+        self._mcp_conn = Connection(spec, settings, self._mcp_on_broken)
+
+    def _mcp_on_broken(self, error: BaseException) -> None:
+        # From the loop thread or a caller's thread: hand it to the actor's own thread.
+        with contextlib.suppress(Exception):
+            self.actor_ref.tell(_Broken(error))
+
+    def on_start(self) -> None:
+        name = self._mcp_spec.name
+        self._mcp_board.starting(name)
+        conn = self._mcp_conn
+
+        def settled(future: concurrent.futures.Future[list[mcp_types.Tool]]) -> None:
+            if future.cancelled():
+                return
+            error = future.exception()
+            if error is None:
+                tools = future.result()
+                if self._mcp_on_ready is not None:
+                    try:  # first connect of a user-configured server: record its tools (trust)
+                        self._mcp_on_ready(tools)
+                    except Exception:
+                        log.exception("mcp server %s: recording its tools failed", name)
+                self._mcp_board.update(name, phase="ready", error=None, tools=tools)
+            else:
+                self._mcp_board.update(name, phase="failed", error=str(error) or type(error).__name__)
+
+        conn.ready.add_done_callback(settled)
+        conn.start()
+
+    def on_receive(self, message: Any) -> Any:
+        if isinstance(message, GetConnection):
+            return self._mcp_conn
+        if isinstance(message, _Broken):
+            log.warning("mcp server %s failed: %s", self._mcp_spec.name, message.error)
+            self._cox_fail(message.error)
+            return None
+        raise TypeError(f"McpServerActor got an unknown message {message!r}")
+
+    def on_stop(self) -> None:
+        self._mcp_conn.close()
+
+    def on_failure(self, *_exc: Any) -> None:
+        self._mcp_conn.close()
