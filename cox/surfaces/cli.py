@@ -22,7 +22,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
     p.add_argument("--cwd")
     p.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
-    p.add_argument("--plain", action="store_true", help="the line-mode surface (the only one in this build)")
+    p.add_argument("--plain", action="store_true", help="the line-mode surface (for terminals urwid cannot draw, "
+                   "screen readers, and pipes)")
     p.add_argument("--verbose", action="store_true", help="log to stderr too")
     sub = p.add_subparsers(dest="command")
 

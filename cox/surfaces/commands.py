@@ -180,8 +180,17 @@ def cmd_interactive(args: Any) -> int:
         handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine,
                                   prep.resumed)
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
-        return plain.run(handle, resumed=prep.resumed, think_price=think,
-                         architect_from_config=prep.settings.preset == "architect" and not getattr(args, "mode", None))
+        from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
+        if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
+            return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config)
+        from cox.actors.provider.catalog import describe
+
+        from .tui import app as tui
+
+        s = prep.settings
+        return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
+                       status={"model": s.model, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
+                               "context_window": describe(s.model, s.model_overrides).context_window})
     finally:
         app.close()
 

@@ -1,0 +1,717 @@
+"""The full-screen surface: a streaming transcript, a composer, approval overlays and a status
+line, on urwid. Like every surface it only sends Submissions and renders Events.
+
+Threads: the session's events arrive on ``handle.events`` from actor threads. A reader thread
+drains that queue into a pending list and wakes the urwid loop with ``call_from_thread`` at most
+~30 times a second; the loop applies every pending event in one go and redraws once. A fast
+stream therefore costs one frame per wake, never one per delta.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+import urwid
+
+from cox.policy.sanitize import sanitize
+from cox.protocol import messages as m
+from cox.protocol.types import Decision, PermissionMode
+
+from . import markdown
+from .model import Block, Model, relative, tool_line
+
+FRAME_S = 1 / 30
+MODE_CYCLE = ["default", "acceptEdits", "plan"]
+MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermissions")
+
+HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Esc interrupt · Shift+Tab mode · "
+        "Ctrl+O expand tool output · PgUp/PgDn scroll · Ctrl+D quit\n"
+        "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
+        "/rewind N [code|conversation|both] · /help · /quit")
+
+# (name, foreground, background, mono)
+PALETTE: list[tuple[str, str, str, str]] = [
+    ("user", "light cyan,bold", "default", "bold"),
+    ("queued", "dark cyan", "default", ""),
+    ("assistant", "default", "default", ""),
+    ("thinking", "dark gray", "default", ""),
+    ("md_h", "yellow,bold", "default", "bold,underline"),
+    ("md_bold", "default,bold", "default", "bold"),
+    ("md_code", "light green", "default", ""),
+    ("md_fence", "dark gray", "default", ""),
+    ("tool_running", "yellow", "default", ""),
+    ("tool_waiting", "light magenta", "default", "bold"),
+    ("tool_ok", "light green", "default", ""),
+    ("tool_error", "light red", "default", "bold"),
+    ("tool_denied", "light magenta", "default", ""),
+    ("tool_aborted", "brown", "default", ""),
+    ("tool_name", "default,bold", "default", "bold"),
+    ("dim", "dark gray", "default", ""),
+    ("diff_add", "light green", "default", ""),
+    ("diff_del", "light red", "default", ""),
+    ("notice", "light blue", "default", ""),
+    ("warning", "yellow", "default", "bold"),
+    ("error", "light red,bold", "default", "bold"),
+    ("turn", "brown", "default", ""),
+    ("status", "black", "light gray", "standout"),
+    ("status_plan", "white,bold", "dark magenta", "bold,underline"),
+    ("status_busy", "black,bold", "light gray", "standout"),
+    ("hint", "dark gray", "default", ""),
+    ("prompt", "light cyan,bold", "default", "bold"),
+    ("modal", "default", "default", ""),
+    ("modal_title", "yellow,bold", "default", "bold"),
+    ("modal_key", "light cyan,bold", "default", "bold"),
+    ("modal_label", "dark gray", "default", ""),
+]
+
+
+EXPANDED_LINES = 40
+
+
+def render_block(b: Block, expanded: bool = False) -> list[tuple[str, str]] | str:
+    """The markup for one block (its text is already sanitized by the model). ``expanded``
+    (Ctrl+O) shows thinking whole and each finished tool's visible output, diffs coloured."""
+    if b.kind == "user":
+        label = "you (queued) › " if b.queued else "› "
+        return [("queued" if b.queued else "prompt", label), ("user", b.text.replace("\n", "\n" + " " * len(label)))]
+    if b.kind == "assistant":
+        return markdown.render(b.text.strip("\n")) or ""
+    if b.kind == "thinking":
+        lines = b.text.strip().splitlines()
+        shown = lines if expanded else lines[-4:]
+        head = "✻ thinking" + (f" ({len(lines) - 4} earlier lines · Ctrl+O)" if len(shown) < len(lines) else "")
+        return [("thinking", head + "\n  " + "\n  ".join(shown))]
+    if b.kind == "tool":
+        mark = tool_line(b).split(" ", 1)[0]
+        out: list[tuple[str, str]] = [(f"tool_{b.state}", mark + " "), ("tool_name", b.name),
+                                      ("assistant", f"  {b.subject[:70]}  ")]
+        out.append((f"tool_{b.state}", b.detail or ("waiting for approval" if b.state == "waiting" else "running…")))
+        if b.state == "running" and b.last_line:
+            out.append(("dim", "\n    ⎿ " + b.last_line))
+        elif expanded and b.output.strip():
+            lines = b.output.rstrip("\n").splitlines()
+            for line in lines[:EXPANDED_LINES]:
+                attr = "diff_add" if line.startswith("+") else "diff_del" if line.startswith("-") else "dim"
+                out.append((attr, "\n    │ " + line))
+            if len(lines) > EXPANDED_LINES:
+                out.append(("dim", f"\n    │ … {len(lines) - EXPANDED_LINES} more lines"))
+        return out
+    if b.kind == "notice":
+        attr = "warning" if b.level in ("warn", "warning") else "notice"
+        return [(attr, "ℹ " + b.text)]
+    if b.kind == "error":
+        return [("error", "✗ " + b.text)]
+    if b.kind == "turn":
+        return [("turn", "— " + b.text)]
+    return b.text
+
+
+CHUNK_LINES = 30
+CHUNK_CHARS = 4000
+
+
+class View:
+    """The widgets of one block in the transcript's list. A streaming reply is split into frozen
+    chunks of ``CHUNK_LINES`` lines plus a live tail, each its own list entry: a frame lays out
+    only the tail (urwid re-wraps a whole Text when it changes) and the list box renders only
+    the entries on screen, so a long reply costs the same per frame as a short one."""
+
+    def __init__(self, *, pad: bool) -> None:
+        self.pad = pad
+        self.version = -1
+        self.live = urwid.Text("")
+        self.frozen = 0
+        self.in_code = False
+
+    def attach(self, block: Block, walker: urwid.SimpleFocusListWalker[Any]) -> None:
+        if self.pad:
+            walker.append(urwid.Divider())
+        walker.append(self.live)
+        self.update(block, walker)
+
+    def update(self, block: Block, walker: urwid.SimpleFocusListWalker[Any], expanded: bool = False) -> None:
+        self.version = block.version
+        if block.kind != "assistant":
+            self.live.set_text(render_block(block, expanded))
+            return
+        text = block.text.lstrip("\n")
+        while True:
+            cut = _after_lines(text, self.frozen, CHUNK_LINES)
+            if cut < 0 and len(text) - self.frozen > CHUNK_CHARS:
+                # one huge line: freeze at a space (a rare reflow beats re-wrapping it every frame)
+                cut = text.rfind(" ", self.frozen + 1, self.frozen + CHUNK_CHARS) + 1 or self.frozen + CHUNK_CHARS
+            if cut <= 0 or cut >= len(text):
+                break
+            end = cut - 1 if text[cut - 1] in "\n " else cut
+            markup, self.in_code = markdown.render_state(text[self.frozen:end], self.in_code)
+            walker.insert(walker.index(self.live), urwid.Text(markup or ""))
+            self.frozen = cut
+        self.live.set_text(markdown.render(text[self.frozen:].rstrip("\n"), self.in_code) or "")
+
+
+def _after_lines(text: str, start: int, n: int) -> int:
+    """The index just past the ``n``-th newline from ``start``; -1 when there are fewer."""
+    pos = start
+    for _ in range(n):
+        pos = text.find("\n", pos)
+        if pos < 0:
+            return -1
+        pos += 1
+    return pos
+
+
+class Composer(urwid.Edit):
+    """Multi-line input: Enter sends, Ctrl+J (or Alt+Enter) adds a newline, Up/Down walk the
+    history when the cursor is on the first/last line."""
+
+    def __init__(self, ui: TUI) -> None:
+        super().__init__("", multiline=True)
+        self.ui = ui
+        self.pasting = False
+
+    def keypress(self, size: tuple[int, ...], key: str) -> str | None:
+        if key in ("begin paste", "end paste"):  # bracketed paste: a pasted newline is not Enter
+            self.pasting = key == "begin paste"
+            return None
+        if key == "enter" and self.pasting:
+            self.insert_text("\n")
+            return None
+        if key == "enter":
+            self.ui.send()
+            return None
+        if key in ("ctrl j", "meta enter", "shift enter"):
+            self.insert_text("\n")
+            return None
+        before = self.edit_text[: self.edit_pos]
+        if key == "up" and "\n" not in before:
+            self.ui.history_step(-1)
+            return None
+        if key == "down" and "\n" not in self.edit_text[self.edit_pos:]:
+            self.ui.history_step(1)
+            return None
+        return super().keypress(size, key)  # type: ignore[arg-type]
+
+
+class Root(urwid.WidgetPlaceholder):
+    """Routes keys: an open modal takes them all; then the global keys; then the composer."""
+
+    def __init__(self, ui: TUI, body: urwid.Widget) -> None:
+        super().__init__(body)
+        self.ui = ui
+
+    def selectable(self) -> bool:
+        return True  # urwid only sends keys to a selectable top widget; a modal of Texts is not
+
+    def keypress(self, size: tuple[int, ...], key: str) -> str | None:
+        if self.ui.modal_open():
+            return self.ui.modal_key(size, key)
+        if self.ui.global_key(size, key):
+            return None
+        return super().keypress(size, key)
+
+
+class TUI:
+    def __init__(self, handle: Any, *, think_price: str = "", status: dict[str, Any] | None = None) -> None:
+        self.handle = handle
+        self.think_price = think_price
+        self.model = Model()
+        st = status or {}
+        self.model.status.model = str(st.get("model", ""))
+        self.model.status.mode = str(st.get("mode", "default"))
+        self.model.status.cwd = str(st.get("cwd", ""))
+        self.model.status.context_window = int(st.get("context_window", 0) or 0)
+        self.exit_code = 0
+        self.history: list[str] = []
+        self.hist_pos = 0
+        self.follow = True
+        self.expanded = False  # Ctrl+O: thinking whole, tool output under each row
+        self.frames = 0  # wakes applied (one redraw each); read by the bench
+        self.last_applied = 0.0
+        self.approvals: deque[Any] = deque()
+        self.editing: urwid.Edit | None = None
+        self.confirm: tuple[str, Any, Any] | None = None
+        self.modal_error = ""
+        self._pending: list[tuple[Any, str]] = []
+        self._scheduled = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reader: threading.Thread | None = None
+        self._views: list[View] = []
+
+        self.walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
+        self.listbox = urwid.ListBox(self.walker)
+        self.composer = Composer(self)
+        self.status_text = urwid.Text("", wrap="clip")
+        self.hint = urwid.Text(("hint", ""), wrap="clip")
+        self.footer = urwid.Pile([
+            urwid.AttrMap(urwid.Divider("─"), "hint"),
+            urwid.Columns([(2, urwid.Text(("prompt", "› "))), self.composer], focus_column=1),
+            self.hint,
+            urwid.AttrMap(self.status_text, "status"),
+        ], focus_item=1)
+        self.frame: urwid.Frame[Any, Any, Any] = urwid.Frame(self.listbox, footer=self.footer, focus_part="footer")
+        self.root = Root(self, self.frame)
+        self.loop: urwid.MainLoop | None = None
+
+    # ------------------------------------------------------------ running
+
+    def run(self, *, architect_from_config: bool = False, screen: Any = None, print_transcript: bool = True) -> int:
+        """Run until /quit, Ctrl+D or the session stops. ``screen`` is for the bench (a pty)."""
+        screen = screen or urwid.display.raw.Screen(bracketed_paste_mode=True)
+        palette: list[Any] = list(PALETTE)
+        if os.environ.get("NO_COLOR"):
+            screen.set_terminal_properties(colors=1)
+            palette = [(name, "default", "default", mono) for name, _, _, mono in PALETTE]
+        self.loop = urwid.MainLoop(self.root, palette, screen=screen, handle_mouse=False,
+                                   input_filter=self._input_filter)
+        if architect_from_config:
+            self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
+                             None, lambda: self._editor_instead())
+        self.refresh()
+        self.loop.set_alarm_in(0, lambda *_: self._started())
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, self._on_sigint) if main else None
+        try:
+            self.loop.run()
+        finally:
+            self._stop.set()
+            if self._reader is not None:
+                self._reader.join(timeout=2)
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+            if print_transcript:
+                sys.stdout.write(self.model.plain())
+                sys.stdout.flush()
+        return self.exit_code
+
+    def _editor_instead(self) -> None:
+        self.handle.submit(m.SetMode(preset="editor"))
+        self.model.add("notice", "staying in editor mode")
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        if self.loop is not None:
+            try:
+                self.loop.call_from_thread(self.ctrl_c)
+            except RuntimeError:
+                pass
+
+    def ctrl_c(self) -> None:
+        if self.model.status.turn_running:
+            self.handle.interrupt()
+        else:
+            raise urwid.ExitMainLoop
+
+    def _input_filter(self, keys: list[Any], raw: list[int]) -> list[Any]:
+        """urwid names both CR and LF "enter"; the raw codes tell Ctrl+J (LF) apart."""
+        codes = [c for c in raw if c in (10, 13)]
+        out: list[Any] = []
+        for k in keys:
+            if k == "enter" and codes:
+                out.append("ctrl j" if codes.pop(0) == 10 else "enter")
+            else:
+                out.append(k)
+        return out
+
+    # ------------------------------------------------------------ events in
+
+    def _started(self) -> None:
+        """Once the screen is up: keep CR and LF apart (so Ctrl+J is a newline, not Enter; urwid
+        restores the terminal's settings on exit), then start reading events."""
+        try:
+            import termios
+
+            assert self.loop is not None
+            fd = self.loop.screen._input_fileno()  # type: ignore[attr-defined]
+            if fd is not None and os.isatty(fd):
+                mode = termios.tcgetattr(fd)
+                mode[0] &= ~termios.ICRNL
+                termios.tcsetattr(fd, termios.TCSANOW, mode)
+        except (ImportError, AttributeError, OSError):
+            pass
+        self._start_reader()
+
+    def _start_reader(self) -> None:
+        self._reader = threading.Thread(target=self._read, name="tui-reader", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        """Drain the session's queue; wake the loop once per burst, at most ~30 times a second."""
+        last_wake = 0.0
+        while not self._stop.is_set():
+            try:
+                item = self.handle.events.get(timeout=0.1)
+            except queue.Empty:
+                if not self.handle.alive():
+                    self._post(("dead", ""))
+                    return
+                continue
+            batch = [item]
+            while True:
+                try:
+                    batch.append(self.handle.events.get_nowait())
+                except queue.Empty:
+                    break
+            if not self._post(*batch):
+                continue
+            wait = last_wake + FRAME_S - time.monotonic()
+            if wait > 0:
+                self._stop.wait(wait)
+            last_wake = time.monotonic()
+            try:
+                assert self.loop is not None
+                self.loop.call_from_thread(self.apply_pending)
+            except RuntimeError:
+                return
+
+    def _post(self, *items: tuple[Any, str]) -> bool:
+        """Queue items for the UI; True when the loop needs waking (no wake outstanding)."""
+        with self._lock:
+            self._pending.extend(items)
+            need = not self._scheduled
+            self._scheduled = True
+        return need
+
+    def apply_pending(self) -> None:
+        """On the loop thread: apply every pending event, then one redraw follows."""
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._scheduled = False
+        for event, _ in batch:
+            if event == "dead":
+                self.model.add("error", "the session stopped")
+                self.exit_code = 1
+                self.refresh()
+                raise urwid.ExitMainLoop
+            self.on_event(event)
+        self.frames += 1
+        self.last_applied = time.monotonic()
+        self.refresh()
+
+    def on_event(self, event: Any) -> None:
+        self.model.apply(event)
+        t = event.type
+        if t == "approval_required":
+            self.approvals.append(event)
+            self.show_modal()
+        elif t == "tool_call_done":
+            if any(a.call.id == event.call_id for a in self.approvals):
+                self.approvals = deque(a for a in self.approvals if a.call.id != event.call_id)
+                self.show_modal()
+        elif t == "turn_done" and self.approvals:
+            self.approvals.clear()
+            self.show_modal()
+
+    # ------------------------------------------------------------ drawing
+
+    def refresh(self) -> None:
+        for i, block in enumerate(self.model.blocks):
+            if i < len(self._views):
+                view = self._views[i]
+                if view.version != block.version:
+                    view.update(block, self.walker, self.expanded)
+                continue
+            view = View(pad=bool(i) and block.kind in ("user", "assistant", "turn"))
+            self._views.append(view)
+            view.attach(block, self.walker)
+            if self.expanded:
+                view.update(block, self.walker, True)
+        if self.follow and self.walker:
+            self.listbox.set_focus(len(self.walker) - 1, coming_from="above")
+            self.listbox.set_focus_valign("bottom")
+        self.status_text.set_text(self.status_markup())
+        self.hint.set_text(("hint", self.hint_text()))
+
+    def status_markup(self) -> list[Any]:
+        st = self.model.status
+        out: list[Any] = [("status", f" {st.model or 'cox'} · ")]
+        if st.mode == "plan":
+            out.append(("status_plan", " PLAN MODE · read-only "))
+        else:
+            out.append(("status", f"mode {st.mode}"))
+        ctx = _k(st.context_tokens)
+        if st.context_window:
+            ctx += f" ({st.context_tokens * 100 // st.context_window}%)"
+        out.append(("status", f" · ctx {ctx} · ${st.cost_usd:.4f}"))
+        if st.running_tools:
+            out.append(("status_busy", f" · {st.running_tools} tool{'s' if st.running_tools != 1 else ''} running"))
+        if st.turn_running:
+            out.append(("status_busy", f" · turn {st.turn} working…"))
+        if st.cwd:
+            out.append(("status", f" · {os.path.basename(st.cwd.rstrip('/')) or st.cwd}"))
+        return out
+
+    def hint_text(self) -> str:
+        if self.model.status.turn_running:
+            return "Esc interrupt · typing now queues a message for the running turn"
+        return "Enter send · Ctrl+J newline · Shift+Tab mode · /help · Ctrl+D quit"
+
+    def _body_size(self) -> tuple[int, int]:
+        assert self.loop is not None
+        cols, rows = self.loop.screen.get_cols_rows()
+        return cols, max(1, rows - self.footer.rows((cols,), True))
+
+    # ------------------------------------------------------------ keys
+
+    def global_key(self, size: tuple[int, ...], key: str) -> bool:
+        if key == "esc":
+            if self.model.status.turn_running:
+                self.handle.interrupt()
+            return True
+        if key == "shift tab":
+            current = self.model.status.mode
+            nxt = MODE_CYCLE[(MODE_CYCLE.index(current) + 1) % len(MODE_CYCLE)] if current in MODE_CYCLE else "default"
+            self.set_mode(nxt)
+            return True
+        if key == "ctrl o":
+            self.expanded = not self.expanded
+            for block in self.model.blocks:
+                if block.kind in ("tool", "thinking"):
+                    block.touch()
+            self.refresh()
+            return True
+        if key == "ctrl d" and not self.composer.edit_text:
+            raise urwid.ExitMainLoop
+        if key == "ctrl c":
+            self.ctrl_c()
+            return True
+        if key in ("page up", "page down", "home", "end") and self.loop is not None:
+            body = self._body_size()
+            if key == "end":
+                self.follow = True
+                self.refresh()
+                return True
+            self.listbox.keypress(body, key)
+            self.follow = key == "page down" and "bottom" in self.listbox.ends_visible(body)
+            return True
+        return False
+
+    def set_mode(self, mode: str) -> None:
+        self.handle.submit(m.SetMode(mode=PermissionMode(mode)))
+        self.model.status.mode = mode
+        self.refresh()
+
+    def history_step(self, step: int) -> None:
+        if not self.history:
+            return
+        self.hist_pos = max(0, min(len(self.history), self.hist_pos + step))
+        text = self.history[self.hist_pos] if self.hist_pos < len(self.history) else ""
+        self.composer.set_edit_text(text)
+        self.composer.set_edit_pos(len(text))
+
+    def send(self) -> None:
+        text = self.composer.edit_text
+        if not text.strip():
+            return
+        self.history.append(text)
+        self.hist_pos = len(self.history)
+        self.composer.set_edit_text("")
+        self.follow = True
+        stripped = text.strip()
+        if stripped.startswith("/") and "\n" not in stripped:
+            self.command(stripped)
+        else:
+            queued = self.model.status.turn_running
+            self.model.typed(text, queued=queued)
+            self.handle.submit(m.UserTurn(text=text))
+            self.model.status.turn_running = True
+        self.refresh()
+
+    def command(self, line: str) -> None:
+        word, _, rest = line[1:].partition(" ")
+        rest = rest.strip()
+        if word in ("quit", "exit"):
+            raise urwid.ExitMainLoop
+        if word == "help":
+            self.model.add("notice", HELP)
+        elif word == "mode":
+            if rest == "architect":
+                self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
+                                 lambda: self.handle.submit(m.SetMode(preset="architect")), None)
+            elif rest == "editor":
+                self.handle.submit(m.SetMode(preset="editor"))
+            elif rest in MODES:
+                self.set_mode(rest)
+            else:
+                self.model.add("notice", "modes: " + ", ".join(MODES))
+        elif word == "rewind":
+            parts = rest.split()
+            if not parts or not parts[0].isdigit():
+                self.model.add("notice", "/rewind N [code|conversation|both]")
+            else:
+                what = parts[1] if len(parts) > 1 and parts[1] in ("code", "conversation", "both") else "both"
+                self.handle.submit(m.Rewind(to_turn=int(parts[0]), what=what))
+        elif word == "compact":
+            self.handle.submit(m.Compact(focus=rest or None))
+        else:
+            self.model.add("notice", f"unknown command /{word}; /help lists them")
+
+    # ------------------------------------------------------------ modals
+
+    def modal_open(self) -> bool:
+        return bool(self.approvals) or self.confirm is not None
+
+    def ask_confirm(self, prompt: str, on_yes: Any, on_no: Any) -> None:
+        self.confirm = (prompt, on_yes, on_no)
+        self.show_modal()
+
+    def show_modal(self) -> None:
+        """Put the head of the approval queue (or a yes/no question) over the screen."""
+        if self.confirm is not None:
+            body = urwid.Pile([
+                urwid.Text(("modal_title", self.confirm[0])),
+                urwid.Divider(),
+                urwid.Text([("modal_key", "[y]"), " yes   ", ("modal_key", "[n]"), " no"]),
+            ])
+            self._overlay(body, " question ")
+            return
+        if not self.approvals:
+            self.editing = None
+            self.modal_error = ""
+            self.root.original_widget = self.frame
+            return
+        ev = self.approvals[0]
+        call = ev.call
+        subject = relative(sanitize(call.subject or json.dumps(call.input, ensure_ascii=False)), self.model.status.cwd)
+        if subject.count("\n") > 8:
+            subject = "\n".join(subject.splitlines()[:8]) + "\n…"
+        rows: list[urwid.Widget] = [
+            urwid.Text([("modal_label", "tool     "), ("tool_name", sanitize(call.name))]),
+            urwid.Text([("modal_label", "subject  "), ("assistant", subject)]),
+            urwid.Text([("modal_label", "risk     "), ("warning", call.risk.value)]),
+            urwid.Text([("modal_label", "reason   "),
+                        ("assistant", relative(sanitize(ev.reason), self.model.status.cwd) or "-")]),
+            urwid.Divider(),
+        ]
+        preview = change_preview(call.input)
+        if preview and self.editing is None:
+            rows.insert(4, urwid.Text([("modal_label", "change\n"), *preview]))
+        if self.editing is not None:
+            rows.append(urwid.Text(("modal_label", "edit the input (JSON) · Enter send · Ctrl+J newline · Esc back")))
+            rows.append(urwid.LineBox(self.editing))
+        else:
+            rows.append(urwid.Text([("modal_key", "[y]"), " allow once  ", ("modal_key", "[s]"), " allow for session  ",
+                                    ("modal_key", "[n]"), " deny  ", ("modal_key", "[e]"), " edit input"]))
+        if self.modal_error:
+            rows.append(urwid.Text(("error", self.modal_error)))
+        if len(self.approvals) > 1:
+            rows.append(urwid.Text(("modal_label", f"+{len(self.approvals) - 1} more waiting")))
+        pile = urwid.Pile(rows)
+        if self.editing is not None:
+            pile.focus_position = len(rows) - 1 - (1 if self.modal_error else 0) - (1 if len(self.approvals) > 1 else 0)
+        self._overlay(pile, f" approve {sanitize(call.name)}? ")
+
+    def _overlay(self, body: urwid.Widget, title: str) -> None:
+        box = urwid.AttrMap(urwid.LineBox(urwid.Padding(body, left=1, right=1), title=title), "modal")
+        self.root.original_widget = urwid.Overlay(box, self.frame, "center", ("relative", 80), "middle", "pack")
+
+    def modal_key(self, size: tuple[int, ...], key: str) -> str | None:
+        if self.confirm is not None:
+            _, on_yes, on_no = self.confirm
+            if key in ("y", "n", "esc"):
+                self.confirm = None
+                self.show_modal()
+                action = on_yes if key == "y" else on_no
+                if action is not None:
+                    action()
+                self.refresh()
+            return None
+        ev = self.approvals[0]
+        call = ev.call
+        if self.editing is not None:
+            if key == "enter":
+                try:
+                    edited = json.loads(self.editing.edit_text)
+                except json.JSONDecodeError as exc:
+                    edited, self.modal_error = None, f"not JSON: {exc.msg}"
+                if isinstance(edited, dict):
+                    self._answer(m.Approve(call_id=call.id, decision=Decision.EDIT, edited_input=edited), "edited")
+                elif edited is not None:
+                    self.modal_error = "the input must be a JSON object"
+                if self.approvals and self.editing is not None:
+                    self.show_modal()
+                return None
+            if key == "esc":
+                self.editing = None
+                self.modal_error = ""
+                self.show_modal()
+                return None
+            if key == "ctrl j":
+                self.editing.insert_text("\n")
+                return None
+            return self.root.original_widget.keypress(size, key)
+        if key == "y":
+            self._answer(m.Approve(call_id=call.id, decision=Decision.ALLOW), "allowed")
+        elif key == "s":
+            self._answer(m.Approve(call_id=call.id, decision=Decision.ALLOW_FOR_SESSION), "allowed for the session")
+        elif key == "n":
+            self._answer(m.Approve(call_id=call.id, decision=Decision.DENY), "denied")
+        elif key == "e":
+            self.editing = urwid.Edit("", json.dumps(call.input, ensure_ascii=False), multiline=True)
+            self.show_modal()
+        elif key == "esc":
+            self.handle.interrupt()
+        return None
+
+    def _answer(self, approve: m.Approve, said: str) -> None:
+        self.handle.submit(approve)
+        block = self.model.tools.get(approve.call_id)
+        if block is not None and block.state == "waiting":
+            block.state = "running" if approve.decision is not Decision.DENY else "waiting"
+            block.touch()
+        self.approvals.popleft()
+        self.editing = None
+        self.modal_error = ""
+        self.show_modal()
+        self.refresh()
+
+
+PREVIEW_LINES = 8
+
+
+def change_preview(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a write, edit or patch would change, coloured like a diff, so the person approves
+    the change and not only the path (first lines only; Ctrl+O shows results, not inputs)."""
+    lines: list[tuple[str, str]] = []
+    if isinstance(data.get("old_string"), str) and isinstance(data.get("new_string"), str):
+        lines += [("diff_del", "- " + x) for x in data["old_string"].splitlines()]
+        lines += [("diff_add", "+ " + x) for x in data["new_string"].splitlines()]
+    elif isinstance(data.get("content"), str):
+        lines += [("diff_add", "+ " + x) for x in data["content"].splitlines()]
+    elif isinstance(data.get("patch") or data.get("input"), str):
+        for x in str(data.get("patch") or data.get("input")).splitlines():
+            attr = "diff_add" if x.startswith("+") else "diff_del" if x.startswith("-") else "dim"
+            lines.append((attr, x))
+    if not lines:
+        return []
+    more = len(lines) - PREVIEW_LINES
+    shown = [(attr, sanitize(text) + "\n") for attr, text in lines[:PREVIEW_LINES]]
+    if more > 0:
+        shown.append(("dim", f"… {more} more lines\n"))
+    attr, last = shown[-1]
+    shown[-1] = (attr, last.rstrip("\n"))
+    return shown
+
+
+def _k(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_from_config: bool = False,
+        status: dict[str, Any] | None = None) -> int:
+    """Run the TUI on this terminal until /quit, Ctrl+D or the session stops; then print the
+    transcript to the normal screen. Same contract as ``plain.run``."""
+    ui = TUI(handle, think_price=think_price, status=status)
+    if resumed is not None:
+        ui.model.add("notice", f"resumed session {handle.session_id}: {len(resumed.history)} messages, "
+                               f"{resumed.last_turn} turns")
+    else:
+        ui.model.add("notice", "cox — type a message, /help for commands")
+    return ui.run(architect_from_config=architect_from_config)

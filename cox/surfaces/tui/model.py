@@ -1,0 +1,255 @@
+"""What the TUI shows, kept apart from urwid: a list of blocks built from Events, and the
+status-line facts derived from them.
+
+Keeping this urwid-free lets it be tested directly, reused by the bench, and turned into the
+plain-text transcript printed on exit. Every string a model or tool wrote passes ``sanitize``
+here, once, so the widgets never see raw text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from cox.policy.sanitize import sanitize
+
+_MODE_NOTICE = re.compile(r"permission mode (\w+)")
+
+
+@dataclass
+class Block:
+    """One transcript entry. ``version`` bumps on every change so the UI re-renders only what
+    changed since the last frame."""
+
+    kind: str  # user | assistant | thinking | tool | notice | error | turn
+    text: str = ""
+    version: int = 0
+    # user blocks
+    queued: bool = False
+    acked: bool = False
+    # tool blocks
+    call_id: str = ""
+    name: str = ""
+    subject: str = ""
+    state: str = "running"  # running | waiting | ok | error | denied | aborted
+    detail: str = ""
+    last_line: str = ""
+    output: str = ""  # the result's visible text (sanitized), shown when rows are expanded
+    level: str = "info"
+
+    def touch(self) -> None:
+        self.version += 1
+
+
+@dataclass
+class Status:
+    model: str = ""
+    mode: str = "default"
+    cwd: str = ""
+    context_tokens: int = 0
+    context_window: int = 0  # when known (the lead passes it in ``status``), context is shown in %
+    cost_usd: float = 0.0
+    turn: int = 0
+    turn_running: bool = False
+    running_tools: int = 0
+
+
+@dataclass
+class Model:
+    """The transcript and status, updated by :meth:`apply` one Event at a time."""
+
+    blocks: list[Block] = field(default_factory=list)
+    status: Status = field(default_factory=Status)
+    tools: dict[str, Block] = field(default_factory=dict)
+    _open: Block | None = None  # the assistant/thinking block a delta extends
+
+    # ------------------------------------------------------------ local actions
+
+    def add(self, kind: str, text: str, **kw: Any) -> Block:
+        self._open = None
+        block = Block(kind=kind, text=text, **kw)
+        self.blocks.append(block)
+        return block
+
+    def typed(self, text: str, *, queued: bool) -> Block:
+        """What the person sent, shown at once (queued while a turn runs) and matched later
+        against the session's ``user_message``."""
+        return self.add("user", text, queued=queued)
+
+    # ------------------------------------------------------------ events
+
+    def apply(self, event: Any) -> None:
+        t = event.type
+        st = self.status
+        if t == "session_started":
+            st.model = st.model or event.model
+            st.mode = event.permission_mode.value
+            st.cwd = st.cwd or event.cwd
+        elif t == "turn_started":
+            st.turn = event.turn
+            st.turn_running = True
+        elif t == "user_message":
+            self._user_message(event)
+        elif t in ("text_delta", "thinking_delta"):
+            kind = "assistant" if t == "text_delta" else "thinking"
+            if self._open is None or self._open.kind != kind:
+                self._open = None
+                self.blocks.append(Block(kind=kind))
+                self._open = self.blocks[-1]
+            self._open.text += sanitize(event.text)
+            self._open.touch()
+        elif t == "tool_call_requested":
+            call = event.call
+            subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), st.cwd)
+            self.tools[call.id] = self.add("tool", "", call_id=call.id, name=sanitize(call.name),
+                                           subject=sanitize(_one_line(subject)))
+            st.running_tools = self._running()
+        elif t == "approval_required":
+            waiting = self.tools.get(event.call.id)
+            if waiting is not None:
+                waiting.state = "waiting"
+                waiting.touch()
+            st.running_tools = self._running()
+        elif t == "tool_call_output":
+            out = self.tools.get(event.call_id)
+            if out is not None:
+                lines = [x for x in sanitize(event.chunk).splitlines() if x.strip()]
+                if lines:
+                    out.last_line = _one_line(lines[-1], 90)
+                    out.touch()
+        elif t == "tool_call_done":
+            self._tool_done(event)
+            st.running_tools = self._running()
+        elif t == "notice":
+            msg = sanitize(event.message)
+            found = _MODE_NOTICE.search(msg)
+            if found:
+                st.mode = found.group(1)
+            self.add("notice", msg, level=event.level)
+        elif t == "error":
+            self.add("error", sanitize(event.message))
+        elif t == "usage":
+            u = event.usage
+            st.context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens
+            if event.session_total is not None:
+                st.cost_usd = event.session_total.cost_usd
+            else:
+                st.cost_usd += u.cost_usd
+        elif t == "compacted":
+            self.add("notice", f"compacted: {event.before_tokens} → {event.after_tokens} tokens")
+        elif t == "rewound":
+            self.add("notice", f"rewound to turn {event.to_turn} ({event.what})")
+        elif t == "checkpoint":
+            pass
+        elif t == "question":
+            self.add("notice", f"question: {sanitize(event.prompt)} (answer with the plain surface: cox --plain)")
+        elif t == "turn_done":
+            st.turn_running = False
+            for block in self.tools.values():
+                if block.state in ("running", "waiting"):
+                    block.state, block.detail = "aborted", "interrupted"
+                    block.touch()
+            st.running_tools = 0
+            stop = event.stop.value
+            if stop != "end_turn":
+                self.add("turn", f"turn {event.turn}: {stop}" + (f" ({sanitize(event.reason)})" if event.reason else ""))
+            else:
+                self._open = None
+
+    def _user_message(self, event: Any) -> None:
+        text = sanitize(event.text)
+        for block in self.blocks:
+            if block.kind == "user" and not block.acked and block.text == text:
+                block.acked = True
+                block.queued = False
+                block.touch()
+                return
+        self.add("user", text, acked=True)
+
+    def _tool_done(self, event: Any) -> None:
+        block = self.tools.get(event.call_id)
+        if block is None:
+            block = self.add("tool", "", call_id=event.call_id, name="tool")
+            self.tools[event.call_id] = block
+        r = event.result
+        status = r.status.value
+        block.output = sanitize(r.visible)
+        parts: list[str] = []
+        if status == "ok":
+            block.state = "ok"
+            if event.duration_ms is not None:
+                parts.append(f"{event.duration_ms / 1000:.1f} s")
+            n = len(r.visible.splitlines())
+            parts.append(f"{n} line{'s' if n != 1 else ''}")
+        elif status == "denied":
+            block.state = "denied"
+            first = _first_line(r.visible)
+            parts.append("denied" + (f": {first}" if first else ""))
+        elif status == "aborted":
+            block.state = "aborted"
+            parts.append("interrupted")
+        else:
+            block.state = "error"
+            parts.append(f"exit {r.exit_code}" if r.exit_code is not None else (_first_line(r.visible) or "error"))
+        if r.archive_id:
+            parts.append(f"expand #{r.archive_id}")
+        block.detail = " · ".join(parts)
+        block.touch()
+
+    def _running(self) -> int:
+        return sum(1 for b in self.tools.values() if b.state == "running")
+
+    # ------------------------------------------------------------ plain text
+
+    def plain(self) -> str:
+        """The transcript as text, printed to the normal screen on exit so it stays in scrollback."""
+        out: list[str] = []
+        for b in self.blocks:
+            out.append(render_plain(b))
+        return "\n".join(x for x in out if x) + "\n"
+
+
+MARKS = {"running": "●", "waiting": "?", "ok": "✓", "error": "✗", "denied": "⊘", "aborted": "■"}
+
+
+def tool_line(b: Block) -> str:
+    mark = MARKS.get(b.state, "●")
+    tail = b.detail or ("waiting for approval" if b.state == "waiting" else "running…")
+    return f"{mark} {b.name}  {_one_line(b.subject, 70)}  {tail}"
+
+
+def render_plain(b: Block) -> str:
+    if b.kind == "user":
+        return f"{'you (queued)' if b.queued else 'you'} › {b.text}"
+    if b.kind == "assistant":
+        return f"cox › {b.text.strip()}"
+    if b.kind == "thinking":
+        return f"  (thinking) {_one_line(b.text, 200)}"
+    if b.kind == "tool":
+        return "  " + tool_line(b)
+    if b.kind == "notice":
+        return f"  [{b.level}] {b.text}"
+    if b.kind == "error":
+        return f"  [error] {b.text}"
+    if b.kind == "turn":
+        return f"  — {b.text}"
+    return b.text
+
+
+def relative(subject: str, cwd: str) -> str:
+    """Paths under the workspace shown relative to it: the row stays short and readable."""
+    if cwd:
+        subject = subject.replace(cwd.rstrip("/") + "/", "")
+    return subject
+
+
+def _first_line(text: str) -> str:
+    text = sanitize(text).strip()
+    return _one_line(text.splitlines()[0], 80) if text else ""
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    text = text.replace("\n", " ⏎ ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,222 @@
+"""The real TUI in tmux against the scripted model: streaming, tools, approvals, interrupts,
+modes and resize. Screens are compared as text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .tmux import Tmux
+
+pytestmark = pytest.mark.xdist_group("tui")
+
+
+@pytest.fixture
+def tui(tmp_path: Path, cox_home: Path) -> Iterator[Any]:
+    made: list[Tmux] = []
+
+    def start(replies: list[dict[str, Any]], **kw: Any) -> Tmux:
+        t = Tmux(tmp_path, cox_home, replies, **kw)
+        made.append(t)
+        return t
+
+    yield start
+    for t in made:
+        t.close()
+
+
+STREAM = [
+    {"thinking": "Run the tests first.",
+     "text": "# Plan\n\nI'll run **the tests**:\n\n- build\n- test\n\n```sh\ncargo test\n```\n",
+     "chunk": 4, "delta_delay_ms": 15,
+     "tool_calls": [{"id": "b1", "name": "bash", "input": {"command": "echo started; sleep 1.5; echo finished"}}],
+     "usage": {"input_tokens": 2900, "output_tokens": 60}},
+    {"text": "All tests passed.", "chunk": 3, "delta_delay_ms": 10,
+     "usage": {"input_tokens": 3100, "output_tokens": 20}},
+]
+
+
+def test_streams_text_and_runs_a_tool(tui: Any) -> None:
+    t = tui(STREAM)
+    idle = t.wait("Shift+Tab mode")
+    assert "mode default" in idle
+    t.send("run the tests")
+    running = t.wait("● bash")
+    assert "› run the tests" in running and "Plan" in running and "• build" in running
+    assert "│ cargo test" in running  # fenced code shown distinctly
+    assert "**" not in running  # bold markers rendered, not shown
+    t.wait("⎿ started")
+    t.save("streaming", t.screen())
+    done = t.wait("All tests passed.")
+    assert "✓ bash" in done and "lines" in done
+    idle = t.wait(lambda s: "working" not in s)
+    t.save("idle", idle)
+    t.keys("C-o")  # expand: the tool's output under its row
+    t.wait("│ finished")
+    t.keys("C-o")
+    t.wait(lambda s: "│ finished" not in s)
+    after = t.quit()
+    assert "cox › All tests passed." in after  # the transcript stays in the scrollback
+
+
+def test_approvals_y_n_e_s(tui: Any) -> None:
+    replies = [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "a.txt", "content": "a\n"}}]},
+        {"text": "Wrote a."},
+        {"tool_calls": [{"id": "w2", "name": "write", "input": {"path": "b.txt", "content": "b\n"}}]},
+        {"tool_calls": [{"id": "w3", "name": "write", "input": {"path": "c.txt", "content": "c\n"}}]},
+        {"text": "Wrote the edited file."},
+        {"tool_calls": [{"id": "w4", "name": "write", "input": {"path": "d.txt", "content": "d\n"}}]},
+        {"tool_calls": [{"id": "w5", "name": "write", "input": {"path": "d.txt", "content": "dd\n"}}]},
+        {"text": "Wrote d twice."},
+    ]
+    t = tui(replies)
+    t.wait("Shift+Tab mode")
+    t.send("write a")
+    modal = t.wait("[y] allow once")
+    assert "approve write?" in modal and "a.txt" in modal and "risk" in modal and "reason" in modal
+    t.save("approval", modal)
+    t.keys("y")
+    t.wait("Wrote a.")
+    t.wait(lambda s: "working" not in s)
+    assert (t.ws / "a.txt").read_text() == "a\n"
+
+    t.send("write b")
+    t.wait("[y] allow once")
+    t.keys("n")
+    screen = t.wait("⊘ write")
+    assert "denied" in screen and not (t.ws / "b.txt").exists()
+    t.wait("turn 2: denied")
+
+    t.send("write c")
+    t.wait("[e] edit input")
+    t.keys("e")
+    t.wait("edit the input (JSON)")
+    t.keys("-N", "200", "BSpace")
+    t.type(json.dumps({"path": "c2.txt", "content": "edited\n"}))
+    t.keys("Enter")
+    t.wait("Wrote the edited file.")
+    t.wait(lambda s: "working" not in s)
+    assert (t.ws / "c2.txt").read_text() == "edited\n" and not (t.ws / "c.txt").exists()
+
+    t.send("write d twice")
+    t.wait("[s] allow for session")
+    t.keys("s")
+    t.wait("Wrote d twice.")  # the second write of the same file did not ask again
+    assert (t.ws / "d.txt").read_text() == "dd\n"
+    t.quit()
+
+
+def test_esc_interrupts_a_running_sleep(tui: Any) -> None:
+    replies = [{"text": "Sleeping.", "tool_calls": [{"id": "s1", "name": "bash", "input": {"command": "sleep 30"}}]},
+               {"text": "unused"}]
+    t = tui(replies)
+    t.wait("Shift+Tab mode")
+    t.send("sleep")
+    screen = t.wait(lambda s: "sleep 30" in s and ("running…" in s or "[y] allow once" in s))
+    if "[y] allow once" in screen:
+        t.keys("y")
+        t.wait("running…")
+    t.type("and then this")
+    t.keys("Enter")
+    t.wait("you (queued) › and then this")  # typing during a turn queues it as steering
+    t.keys("Escape")
+    screen = t.wait("■ bash")
+    assert "interrupted" in screen
+    t.wait(lambda s: "working" not in s)
+    t.quit()
+
+
+def test_shift_tab_into_plan_mode_refuses_a_write(tui: Any) -> None:
+    replies = [{"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "f.txt", "content": "f\n"}}]},
+               {"text": "Plan only, then."}]
+    t = tui(replies)
+    t.wait("mode default")
+    t.keys("BTab")
+    t.wait("mode acceptEdits")
+    t.keys("BTab")
+    screen = t.wait("PLAN MODE")
+    t.send("write f")
+    screen = t.wait("⊘ write")
+    assert "[y] allow once" not in screen and not (t.ws / "f.txt").exists()
+    t.keys("BTab")
+    t.wait("mode default")
+    t.quit()
+
+
+def test_resize_keeps_drawing(tui: Any) -> None:
+    t = tui(STREAM)
+    t.wait("Shift+Tab mode")
+    t.send("run the tests")
+    t.wait("● bash")
+    for w, h in ((60, 15), (140, 45), (40, 10), (100, 30)):
+        t.tmux("resize-window", "-t", t.name, "-x", str(w), "-y", str(h))
+        t.wait(lambda s, h=h: len(s.splitlines()) <= h and "scripted" in s)
+    t.wait("All tests passed.")
+    assert "Traceback" not in t.screen()
+    t.quit()
+
+
+def test_composer_newline_paste_history_and_ctrl_c(tui: Any) -> None:
+    t = tui([{"text": "First reply."}, {"text": "Second reply."}])
+    t.wait("Shift+Tab mode")
+    t.type("line one")
+    t.keys("C-j")
+    t.type("line two")
+    screen = t.wait("  line two")
+    assert "› line one" in screen and "First reply." not in screen  # Ctrl+J did not send
+    t.keys("Enter")
+    t.wait("First reply.")
+    t.wait(lambda s: "working" not in s)
+    t.tmux("set-buffer", "pasted a\npasted b")
+    t.tmux("paste-buffer", "-p", "-t", t.name)
+    screen = t.wait("  pasted b")
+    assert "Second reply." not in screen  # a pasted newline does not send
+    t.keys("Enter")
+    t.wait("Second reply.")
+    t.wait(lambda s: "working" not in s)
+    t.keys("Up")
+    t.wait(lambda s: s.count("pasted b") == 2)  # history brought the last message back
+    t.keys("C-c")  # idle: Ctrl+C leaves
+    t.wait("EXITED 0")
+
+
+def test_no_color_draws_monochrome(tui: Any) -> None:
+    t = tui([{"text": "Plain."}], env={"NO_COLOR": "1"})
+    t.wait("Shift+Tab mode")
+    t.send("hi")
+    t.wait("Plain.")
+    styled = t.tmux("capture-pane", "-p", "-e", "-t", t.name)
+    assert "\x1b[3" not in styled.replace("\x1b[39m", "") and "\x1b[9" not in styled  # no foreground colours
+    t.quit()
+
+
+def test_two_pending_approvals_queue(tui: Any) -> None:
+    t = tui([{"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "p.txt", "content": "p\n"}},
+                             {"id": "w2", "name": "write", "input": {"path": "q.txt", "content": "q\n"}}]},
+             {"text": "Wrote both."}])
+    t.wait("Shift+Tab mode")
+    t.send("write both")
+    screen = t.wait("+1 more waiting")
+    assert "p.txt" in screen
+    t.keys("y")
+    screen = t.wait(lambda s: "subject  q.txt" in s and "more waiting" not in s)
+    t.keys("n")
+    t.wait("⊘ write")
+    assert (t.ws / "p.txt").exists() and not (t.ws / "q.txt").exists()
+    t.quit()
+
+
+def test_the_cox_command_opens_the_tui_on_a_terminal(tui: Any) -> None:
+    t = tui([{"text": "Hello from the real command.", "chunk": 5, "delta_delay_ms": 5}], cli=True)
+    screen = t.wait("$0.0000")  # the TUI's status line (the line-mode surface has none)
+    assert "ℹ cox" in screen
+    t.send("hi")
+    t.wait("Hello from the real command.")
+    t.send("/quit")
+    screen = t.wait("EXITED 0")
+    assert "Hello from the real command." in screen  # the transcript stays in the scrollback
