@@ -139,6 +139,9 @@ def session_tools(app: Any, prep: Prepared) -> dict[str, Any]:
     for row in manager.state():
         if str(row.get("status", "")).startswith("failed"):
             print(f"cox: warning: mcp server {row['name']} {row['status']}", file=sys.stderr)
+    for server, tools in manager.pending().items():
+        print(f"cox: warning: {len(tools)} tool(s) of mcp server '{server}' are pending trust; run: "
+              f"cox mcp trust {server}", file=sys.stderr)
     s.mcp_servers = manager.state()
     return {**tools, **manager.tools()}
 

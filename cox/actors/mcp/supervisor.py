@@ -103,7 +103,8 @@ class McpManager:
         out: dict[str, dict[str, TrustState]] = {}
         for server, spec in self.servers.items():
             states = self.trust.states(spec, self.server_tools(server))
-            waiting = {t: s for t, s in states.items() if s in (TrustState.PENDING, TrustState.CHANGED)}
+            waiting: dict[str, TrustState] = {
+                t: s for t, s in states.items() if s in (TrustState.PENDING, TrustState.CHANGED)}
             if waiting:
                 out[server] = waiting
         return out
