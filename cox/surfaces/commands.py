@@ -193,7 +193,9 @@ def cmd_interactive(args: Any) -> int:
         s = prep.settings
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                        status={"model": s.model, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
-                               "context_window": describe(s.model, s.model_overrides).context_window})
+                               "context_window": describe(s.model, s.model_overrides).context_window,
+                               "tier": "think" if s.preset == "architect" else "code",
+                               **({"rollout": str(prep.layout.rollout(s.session_id))} if prep.resumed else {})})
     finally:
         app.close()
 

@@ -23,17 +23,25 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``mcp list`` and ``mcp trust [server]`` on the CLI's subparsers."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("mcp", help="MCP servers: list, trust")
+    """Register ``mcp list``, ``mcp trust [server]`` and ``mcp serve [--cwd DIR]`` on the CLI's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser("mcp", help="MCP servers: list, trust, serve")
     sub = parser.add_subparsers(dest="mcp_command", required=True)
     sub.add_parser("list", help="the configured MCP servers and their origin (user, claude, project)")
     trust = sub.add_parser("trust", help="accept a server's current tool definitions; "
                                          "with no server, list the pending and changed tools")
     trust.add_argument("server", nargs="?")
+    from .mcp_serve import add_arguments
+
+    add_arguments(sub.add_parser("serve", help="serve cox's built-in tools over MCP stdio, confined to the "
+                                                "directory; calls that would need approval are refused"))
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.mcp_command == "serve":
+        from .mcp_serve import run as serve
+
+        return serve(args)
     from cox.actors.mcp.config import load_servers
     from cox.config.loader import load_config
 

@@ -221,3 +221,222 @@ def test_architect_consent_is_asked_and_declining_keeps_editor() -> None:
     ui.ask_confirm("architect?", None, ui._editor_instead)
     ui.modal_key((80, 24), "n")
     assert handle.sent[-1].preset == "editor" and not ui.modal_open()
+
+
+def test_replay_shows_a_rollouts_earlier_transcript() -> None:
+    events: list[dict[str, Any]] = [
+        {"type": "session_started", "session_id": "s", "cwd": "/ws", "model": "x"},
+        {"type": "turn_started", "turn": 1},
+        {"type": "user_message", "turn": 1, "text": "make \x1b[31mr"},
+        {"type": "text_delta", "text": "Writing"},  # repeated by assistant_message: not shown twice
+        {"type": "assistant_message", "turn": 1, "content": [{"type": "thinking", "thinking": "hm"},
+                                                              {"type": "text", "text": "Writing it."},
+                                                              {"type": "tool_use", "id": "w1", "name": "write"}]},
+        {"type": "tool_call_requested", "call": {"id": "w1", "name": "write", "input": {"path": "/ws/r.txt"},
+                                                 "subject": "/ws/r.txt"}},
+        {"type": "tool_call_done", "call_id": "w1", "result": {"visible": "wrote r.txt"}, "duration_ms": 100},
+        {"type": "tool_call_requested", "call": {"id": "b1", "name": "bash", "input": {"command": "sleep 9"}}},
+        {"type": "usage", "usage": {"input_tokens": 10}, "session_total": {"input_tokens": 40, "output_tokens": 5,
+                                                                           "cost_usd": 0.5}},
+        {"type": "turn_done", "turn": 1, "stop": "end_turn"},
+        {"type": "rewound", "to_turn": 1, "what": "code"},
+        {"type": "tool_call_done", "call_id": "zz", "result": {"status": "nonsense"}},  # undecodable: skipped
+    ]
+    model = Model()
+    model.status.cwd = "/ws"
+    model.replay(events)
+    text = model.plain()
+    assert "you › make r" in text and "cox › Writing it." in text and "✓ write  r.txt" in text
+    assert "■ bash" in text and "rewound to turn 1 (code)" in text and "Writing\n" not in text
+    assert "\x1b" not in text
+    st = model.status
+    assert not st.turn_running and st.running_tools == 0 and st.cost_usd == 0.5 and st.input_tokens == 40
+
+
+def test_resume_run_replays_the_rollout_before_the_new_turn(tmp_path: Any) -> None:
+    import json
+
+    from cox.surfaces.tui.app import TUI, replay_rollout
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in [
+        {"type": "user_message", "turn": 1, "text": "earlier question"},
+        {"type": "assistant_message", "turn": 1, "content": [{"type": "text", "text": "earlier answer"}]},
+    ]) + "\n{torn")
+    ui = TUI(FakeHandle(), status={"rollout": str(path)})
+    assert ui.rollout == str(path)
+    replay_rollout(ui.model, ui.rollout)
+    assert [b.kind for b in ui.model.blocks] == ["user", "assistant", "turn"]
+    replay_rollout(ui.model, str(tmp_path / "missing.jsonl"))
+    assert ui.model.blocks[-1].kind == "error"
+
+
+def test_model_cost_agents_and_clear_commands() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle(), status={"model": "m1", "tier": "main"})
+    ui.model.apply(m.UsageEvent(usage=Usage(input_tokens=1200, output_tokens=30, cache_read_tokens=800,
+                                            cost_usd=0.01)))
+    ui.model.apply(m.UsageEvent(usage=Usage(input_tokens=300, output_tokens=20, cost_usd=0.02)))
+    for cmd in ("/model", "/cost", "/agents"):
+        ui.composer.set_edit_text(cmd)
+        ui.send()
+    notes = [b.text for b in ui.model.blocks if b.kind == "notice"]
+    assert notes[0] == "model m1 · tier main · mode default"
+    assert notes[1] == "session cost $0.0300 · tokens in 1.5k, out 50 · cache read 800, written 0"
+    assert notes[2] == "no subagents run yet"
+    ui.model.apply(m.Notice(message="mode architect: permission mode default, main turns on big-1"))
+    ui.composer.set_edit_text("/model")
+    ui.send()
+    assert ui.model.blocks[-1].text == "model big-1 · tier think · mode default"
+    ui.model.apply(m.ToolCallRequested(call=_call("r")))  # a running tool survives /clear
+    ui.composer.set_edit_text("/clear")
+    ui.send()
+    assert [b.kind for b in ui.model.blocks] == ["tool"] and len(ui.walker) == 1
+    assert not ui.handle.sent  # the session's history is not touched
+
+
+def test_status_line_shows_mcp_servers() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle())
+    assert "mcp" not in "".join(t for _, t in ui.status_markup())
+    ui.model.apply(m.SessionStarted(session_id="s", cwd="/ws", model="x", mcp_servers=[
+        {"name": "a", "status": "ready"}, {"name": "b", "status": "ready"},
+        {"name": "c", "status": "failed: no such command"}, {"name": "d", "status": "restarting 2"}]))
+    assert " · mcp 2✓ 1✗ 1…" in "".join(t for _, t in ui.status_markup())
+    ui.model.apply(m.SessionStarted(session_id="s", cwd="/ws", model="x", mcp_servers=[{"name": "a", "status": "ready"}]))
+    assert ui.model.status.mcp_summary() == "mcp 1✓"
+
+
+def test_light_palette_and_no_color(monkeypatch: Any) -> None:
+    from cox.surfaces.tui.app import PALETTE, TUI, palette
+
+    dark = {e[0]: e for e in palette()}
+    light = {e[0]: e for e in palette("light")}
+    mono = palette("light", no_color=True)
+    assert dark == {e[0]: e for e in PALETTE} and light.keys() == dark.keys()
+    assert light["user"][1] != dark["user"][1] and light["status"][1:3] == ("white", "dark blue")
+    assert all(fg == "default" and bg == "default" for _, fg, bg, _ in mono)
+    monkeypatch.setenv("COX_THEME", "light")
+    assert TUI(FakeHandle()).theme == "light"
+    assert TUI(FakeHandle(), status={"theme": "dark"}).theme == "dark"
+
+
+def _picker_ui() -> Any:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle())
+    ui.rewind_turns = lambda: [{"turn": 7, "files": 3, "title": "add the cache column"},  # type: ignore[method-assign]
+                               {"turn": 6, "files": 1, "title": "first"}]
+    return ui
+
+
+def test_esc_esc_opens_the_rewind_picker_and_submits_a_rewind() -> None:
+    ui = _picker_ui()
+    size = (80, 24)
+    ui.global_key(size, "esc")
+    assert ui.picker is None
+    ui.global_key(size, "esc")
+    assert ui.picker is not None and ui.modal_open()
+    body, title = ui._picker_body()
+    rows = [w.text for w, _ in body.contents if hasattr(w, "text")]
+    assert title == " rewind to the start of which turn? "
+    assert rows[0] == '▸ T7 · 3 files · "add the cache column"' and rows[1] == '  T6 · 1 file · "first"'
+    ui.modal_key(size, "down")
+    ui.modal_key(size, "enter")
+    assert ui.picker["stage"] == "what" and ui.picker["turn"] == 6
+    ui.modal_key(size, "up")  # from "both" to "conversation"
+    ui.modal_key(size, "enter")
+    assert [(s.to_turn, s.what) for s in ui.handle.sent] == [(6, "conversation")]
+    assert not ui.modal_open()
+    ui.command("/rewind")  # /rewind without a turn opens the picker too
+    ui.modal_key(size, "enter")
+    ui.modal_key(size, "c")
+    assert (ui.handle.sent[-1].to_turn, ui.handle.sent[-1].what) == (7, "code")
+    ui.command("/rewind")
+    ui.modal_key(size, "esc")  # Esc closes it, nothing sent
+    assert not ui.modal_open() and len(ui.handle.sent) == 2
+
+
+def test_esc_esc_does_not_open_the_picker_with_text_or_a_running_turn() -> None:
+    ui = _picker_ui()
+    ui.composer.set_edit_text("draft")
+    ui.global_key((80, 24), "esc")
+    ui.global_key((80, 24), "esc")
+    assert ui.picker is None
+    ui.composer.set_edit_text("")
+    ui.model.status.turn_running = True
+    ui.global_key((80, 24), "esc")
+    ui.global_key((80, 24), "esc")
+    assert ui.picker is None and [s.type for s in ui.handle.sent] == ["interrupt", "interrupt"]
+    ui.model.status.turn_running = False
+    ui.rewind_turns = lambda: []  # type: ignore[method-assign]
+    ui.global_key((80, 24), "meta esc")
+    assert ui.picker is None and "nothing to rewind" in ui.model.blocks[-1].text
+
+
+def test_rewind_turns_reads_the_checkpoints_timeline(tmp_path: Any) -> None:
+    from cox.actors.store import checkpoints, db
+    from cox.surfaces.tui.app import TUI
+
+    path = tmp_path / "cox.db"
+    conn = db.connect(path)
+    checkpoints.ensure_schema(conn)
+    for turn, path_, kind, title in ((1, "", "marker", "one"), (1, "a.txt", "pre", None), (2, "", "marker", "two"),
+                                     (1, "", "marker", "other session")):
+        conn.execute("INSERT INTO checkpoints (session_id, turn, path, kind, title, created_at) VALUES (?,?,?,?,?,0)",
+                     ("s" if title != "other session" else "t", turn, path_, kind, title))
+    conn.close()
+    ui = TUI(FakeHandle(), status={"db": str(path)})
+    assert ui.rewind_turns() == [{"turn": 2, "files": 0, "title": "two"}, {"turn": 1, "files": 1, "title": "one"}]
+
+
+def test_tab_completion_of_commands_and_workspace_paths(tmp_path: Any, monkeypatch: Any) -> None:
+    from cox.surfaces.tui import app
+    from cox.surfaces.tui.app import TUI
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    for rel in ("src/alpha.py", "src/beta.py", "README.md", ".hidden/x"):
+        (tmp_path / rel).write_text("x")
+    ui = TUI(FakeHandle(), status={"cwd": str(tmp_path)})
+
+    def tab(text: str) -> str:
+        ui.composer.set_edit_text(text)
+        ui.composer.set_edit_pos(len(text))
+        ui.complete()
+        return ui.composer.edit_text
+
+    assert tab("/cl") == "/clear "
+    assert tab("/mo") == "/mode" and ui.completions == "/mode  /model"
+    assert tab("/mode ar") == "/mode architect "
+    assert tab("/zz") == "/zz" and ui.completions == "no match"
+    assert ui.workspace_files() == ["README.md", "src/alpha.py", "src/beta.py"]  # hidden folders skipped
+    assert tab("see @src/") == "see @src/" and ui.completions == "src/alpha.py  src/beta.py"
+    assert tab("see @src/b and") == "see @src/b and"  # the cursor is not after an @word
+    assert tab("see @READ") == "see @README.md "
+    assert tab("@alpha") == "@src/alpha.py "  # no path starts so: matched anywhere
+    assert tab("plain words") == "plain words"
+    monkeypatch.setattr(app, "WALK_LIMIT", 2)
+    ui._files = None
+    assert len(ui.workspace_files()) <= 2
+
+
+def test_tab_completion_uses_git_ls_files_in_a_repository(tmp_path: Any) -> None:
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from cox.surfaces.tui.app import TUI
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("build/\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.o").write_text("x")
+    (tmp_path / "main.py").write_text("x")
+    ui = TUI(FakeHandle(), status={"cwd": str(tmp_path)})
+    assert ui.workspace_files() == [".gitignore", "main.py"]

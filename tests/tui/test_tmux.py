@@ -220,3 +220,93 @@ def test_the_cox_command_opens_the_tui_on_a_terminal(tui: Any) -> None:
     t.send("/quit")
     screen = t.wait("EXITED 0")
     assert "Hello from the real command." in screen  # the transcript stays in the scrollback
+
+
+def _session_ids(home: Path) -> list[str]:
+    return sorted(p.stem for p in (home / "sessions").glob("*.jsonl"))
+
+
+def test_resume_replays_the_earlier_transcript(tui: Any, cox_home: Path) -> None:
+    t = tui([{"text": "Writing it.", "tool_calls": [{"id": "w1", "name": "write",
+                                                      "input": {"path": "r.txt", "content": "r\n"}}]},
+             {"text": "First answer done."}], mode="acceptEdits")
+    t.wait("Shift+Tab mode")
+    t.send("make r")
+    t.wait("First answer done.")
+    t.wait(lambda s: "working" not in s)
+    t.quit()
+    t.close()
+    (sid,) = _session_ids(cox_home)
+    t = tui([{"text": "Second answer."}], extra=f"--resume {sid}")
+    screen = t.wait("resumed session")
+    assert "› make r" in screen and "Writing it." in screen and "First answer done." in screen
+    assert "✓ write" in screen and "r.txt" in screen and "earlier in this session" in screen
+    assert screen.index("› make r") < screen.index("First answer done.") < screen.index("resumed session")
+    t.send("and again")
+    screen = t.wait("Second answer.")
+    assert "First answer done." in screen
+    t.quit()
+
+
+def test_esc_esc_opens_the_rewind_picker_and_restores_a_file(tui: Any) -> None:
+    t = tui([{"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "f.txt", "content": "one\n"}}]},
+             {"text": "Wrote one."},
+             {"tool_calls": [{"id": "w2", "name": "write", "input": {"path": "f.txt", "content": "two\n"}}]},
+             {"text": "Wrote two."}], mode="acceptEdits")
+    t.wait("Shift+Tab mode")
+    t.send("first write")
+    t.wait("Wrote one.")
+    t.wait(lambda s: "working" not in s)
+    t.send("add the cache column")
+    t.wait("Wrote two.")
+    t.wait(lambda s: "working" not in s)
+    assert (t.ws / "f.txt").read_text() == "two\n"
+    t.keys("Escape", "Escape")
+    picker = t.wait("rewind to the start of which turn?")
+    assert '▸ T2 · 1 file · "add the cache column"' in picker and 'T1 · 1 file · "first write"' in picker
+    assert picker.index("T2 ·") < picker.index("T1 ·")  # newest first
+    t.save("rewind", picker)
+    t.keys("Escape")  # Esc closes it
+    t.wait(lambda s: "which turn" not in s)
+    t.keys("Escape", "Escape")
+    t.wait("▸ T2")
+    t.keys("Enter")
+    t.wait("restore what?")
+    t.keys("c")
+    t.wait("rewound to turn 2 (code)")
+    assert (t.ws / "f.txt").read_text() == "one\n"
+    t.quit()
+
+
+def test_tab_completes_commands_and_paths(tui: Any) -> None:
+    t = tui([{"text": "Seen."}])
+    (t.ws / "src").mkdir()
+    for name in ("alpha.py", "beta.py"):
+        (t.ws / "src" / name).write_text("x\n")
+    t.wait("Shift+Tab mode")
+    t.type("/mo")
+    t.keys("Tab")
+    t.wait("/mode  /model")  # two commands match: both listed, the common part inserted
+    t.type(" pl")
+    t.keys("Tab")
+    t.wait("› /mode plan")
+    t.keys("Enter")
+    t.wait("PLAN MODE")
+    t.type("look at @src/")
+    t.keys("Tab")
+    t.wait("src/alpha.py  src/beta.py")  # several matches are listed in the hint line
+    t.type("a")
+    t.keys("Tab")
+    t.wait("› look at @src/alpha.py")
+    t.keys("Enter")
+    t.wait("Seen.")
+    t.quit()
+
+
+def test_light_theme_draws_its_palette(tui: Any) -> None:
+    t = tui([{"text": "Light."}], env={"COX_THEME": "light"})
+    t.wait("Shift+Tab mode")
+    styled = t.tmux("capture-pane", "-p", "-e", "-t", t.name)
+    status = next(line for line in styled.splitlines() if "scripted" in line)
+    assert "44m" in status  # the light palette's status line: white on dark blue
+    t.quit()

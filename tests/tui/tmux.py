@@ -32,7 +32,8 @@ def need_tmux() -> None:
 
 class Tmux:
     def __init__(self, tmp: Path, home: Path, replies: list[dict[str, Any]], *, mode: str = "default",
-                 width: int = 100, height: int = 30, env: dict[str, str] | None = None, cli: bool = False) -> None:
+                 width: int = 100, height: int = 30, env: dict[str, str] | None = None, cli: bool = False,
+                 extra: str = "") -> None:
         need_tmux()
         self.ws = tmp / "ws"
         self.ws.mkdir(exist_ok=True)
@@ -43,7 +44,7 @@ class Tmux:
         envs = {"COX_HOME": str(home), "TERM": "xterm-256color", **(env or {})}
         # cli: the real `cox` command (which picks the TUI on a terminal); else the TUI's own demo launcher
         program = (f"-m cox.surfaces.cli --script {self.script} --cwd {self.ws}" if cli else
-                   f"-m cox.surfaces.tui.demo --script {self.script} --cwd {self.ws} --mode {mode}")
+                   f"-m cox.surfaces.tui.demo --script {self.script} --cwd {self.ws} --mode {mode} {extra}")
         cmd = f"cd {REPO} && {sys.executable} {program} 2>{tmp / 'stderr.txt'}; echo EXITED $?; sleep 120"
         args = ["new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height)]
         for k, v in envs.items():

@@ -28,7 +28,9 @@ __all__ = ["DEFAULT_BACKOFF", "McpManager", "fetch_tools", "start_mcp"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BACKOFF = Backoff(initial_s=0.1, max_s=30.0, reset_after_s=10.0)
+DEFAULT_BACKOFF = Backoff(initial_s=0.1, max_s=5.0, reset_after_s=0.5)
+"""A server that lived half a second (it got through its start-up) counts as healthy again, so a
+server killed from outside comes back at once; one that dies while starting backs off, up to 5 s."""
 
 
 class McpManager:

@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import signal
+import sqlite3
+import subprocess
 import sys
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import urwid
@@ -32,10 +36,16 @@ FRAME_S = 1 / 30
 MODE_CYCLE = ["default", "acceptEdits", "plan"]
 MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermissions")
 
-HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Esc interrupt · Shift+Tab mode · "
-        "Ctrl+O expand tool output · PgUp/PgDn scroll · Ctrl+D quit\n"
+COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
+REWIND_WHAT = ("code", "conversation", "both")
+ESC_ESC_S = 0.8  # two Esc presses this close together on an empty composer open /rewind
+WALK_LIMIT = 5000  # files listed for @path completion outside a git repository
+
+HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /commands and @paths · "
+        "Esc interrupt · Esc Esc rewind · Shift+Tab mode · Ctrl+O expand tool output · PgUp/PgDn scroll · "
+        "Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
-        "/rewind N [code|conversation|both] · /help · /quit")
+        "/rewind [N [code|conversation|both]] · /model · /cost · /agents · /clear · /help · /quit")
 
 # (name, foreground, background, mono)
 PALETTE: list[tuple[str, str, str, str]] = [
@@ -71,6 +81,40 @@ PALETTE: list[tuple[str, str, str, str]] = [
     ("modal_key", "light cyan,bold", "default", "bold"),
     ("modal_label", "dark gray", "default", ""),
 ]
+
+
+# COX_THEME=light (or status["theme"] = "light"): the entries that differ on a light background
+LIGHT: dict[str, tuple[str, str]] = {
+    "user": ("dark blue,bold", "default"),
+    "queued": ("dark cyan", "default"),
+    "thinking": ("dark gray", "default"),
+    "md_h": ("brown,bold", "default"),
+    "md_code": ("dark green", "default"),
+    "tool_running": ("brown", "default"),
+    "tool_waiting": ("dark magenta", "default"),
+    "tool_ok": ("dark green", "default"),
+    "tool_error": ("dark red", "default"),
+    "tool_denied": ("dark magenta", "default"),
+    "diff_add": ("dark green", "default"),
+    "diff_del": ("dark red", "default"),
+    "notice": ("dark blue", "default"),
+    "warning": ("brown,bold", "default"),
+    "error": ("dark red,bold", "default"),
+    "status": ("white", "dark blue"),
+    "status_busy": ("white,bold", "dark blue"),
+    "prompt": ("dark blue,bold", "default"),
+    "modal_title": ("brown,bold", "default"),
+    "modal_key": ("dark blue,bold", "default"),
+}
+
+
+def palette(theme: str = "dark", no_color: bool = False) -> list[tuple[str, str, str, str]]:
+    """The urwid palette: dark (the default), light, or monochrome under NO_COLOR."""
+    if no_color:
+        return [(name, "default", "default", mono) for name, _, _, mono in PALETTE]
+    if theme == "light":
+        return [(name, *LIGHT.get(name, (fg, bg)), mono) for name, fg, bg, mono in PALETTE]
+    return list(PALETTE)
 
 
 EXPANDED_LINES = 40
@@ -187,6 +231,12 @@ class Composer(urwid.Edit):
         if key == "enter":
             self.ui.send()
             return None
+        if key == "tab":
+            self.ui.complete()
+            return None
+        if self.ui.completions:
+            self.ui.completions = ""
+            self.ui.hint.set_text(("hint", self.ui.hint_text()))
         if key in ("ctrl j", "meta enter", "shift enter"):
             self.insert_text("\n")
             return None
@@ -228,6 +278,14 @@ class TUI:
         self.model.status.mode = str(st.get("mode", "default"))
         self.model.status.cwd = str(st.get("cwd", ""))
         self.model.status.context_window = int(st.get("context_window", 0) or 0)
+        self.model.status.tier = str(st.get("tier", "") or "")
+        self.theme = str(st.get("theme") or os.environ.get("COX_THEME") or "dark")
+        self.rollout = str(st.get("rollout") or "")  # a resumed session's rollout: replayed on start
+        self.db_path = str(st.get("db") or "")  # cox.db (default: $COX_HOME's); /rewind lists its checkpoints
+        self.completions = ""  # what Tab found, shown in the hint line until the next key
+        self._files: list[str] | None = None
+        self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
+        self._last_esc = 0.0
         self.exit_code = 0
         self.history: list[str] = []
         self.hist_pos = 0
@@ -266,11 +324,10 @@ class TUI:
     def run(self, *, architect_from_config: bool = False, screen: Any = None, print_transcript: bool = True) -> int:
         """Run until /quit, Ctrl+D or the session stops. ``screen`` is for the bench (a pty)."""
         screen = screen or urwid.display.raw.Screen(bracketed_paste_mode=True)
-        palette: list[Any] = list(PALETTE)
-        if os.environ.get("NO_COLOR"):
+        no_color = bool(os.environ.get("NO_COLOR"))
+        if no_color:
             screen.set_terminal_properties(colors=1)
-            palette = [(name, "default", "default", mono) for name, _, _, mono in PALETTE]
-        self.loop = urwid.MainLoop(self.root, palette, screen=screen, handle_mouse=False,
+        self.loop = urwid.MainLoop(self.root, palette(self.theme, no_color), screen=screen, handle_mouse=False,
                                    input_filter=self._input_filter)
         if architect_from_config:
             self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
@@ -440,6 +497,9 @@ class TUI:
         if st.context_window:
             ctx += f" ({st.context_tokens * 100 // st.context_window}%)"
         out.append(("status", f" · ctx {ctx} · ${st.cost_usd:.4f}"))
+        mcp = st.mcp_summary()
+        if mcp:
+            out.append(("status", f" · {mcp}"))
         if st.running_tools:
             out.append(("status_busy", f" · {st.running_tools} tool{'s' if st.running_tools != 1 else ''} running"))
         if st.turn_running:
@@ -449,6 +509,8 @@ class TUI:
         return out
 
     def hint_text(self) -> str:
+        if self.completions:
+            return self.completions
         if self.model.status.turn_running:
             return "Esc interrupt · typing now queues a message for the running turn"
         return "Enter send · Ctrl+J newline · Shift+Tab mode · /help · Ctrl+D quit"
@@ -461,9 +523,16 @@ class TUI:
     # ------------------------------------------------------------ keys
 
     def global_key(self, size: tuple[int, ...], key: str) -> bool:
-        if key == "esc":
+        if key in ("esc", "meta esc"):
             if self.model.status.turn_running:
                 self.handle.interrupt()
+            elif not self.composer.edit_text:
+                now = time.monotonic()
+                if key == "meta esc" or now - self._last_esc < ESC_ESC_S:
+                    self._last_esc = 0.0
+                    self.open_rewind()
+                else:
+                    self._last_esc = now
             return True
         if key == "shift tab":
             current = self.model.status.mode
@@ -513,6 +582,7 @@ class TUI:
         self.history.append(text)
         self.hist_pos = len(self.history)
         self.composer.set_edit_text("")
+        self.completions = ""
         self.follow = True
         stripped = text.strip()
         if stripped.startswith("/") and "\n" not in stripped:
@@ -543,20 +613,192 @@ class TUI:
                 self.model.add("notice", "modes: " + ", ".join(MODES))
         elif word == "rewind":
             parts = rest.split()
-            if not parts or not parts[0].isdigit():
-                self.model.add("notice", "/rewind N [code|conversation|both]")
+            if not parts:
+                self.open_rewind()
+            elif not parts[0].isdigit():
+                self.model.add("notice", "/rewind [N [code|conversation|both]]")
             else:
                 what = parts[1] if len(parts) > 1 and parts[1] in ("code", "conversation", "both") else "both"
                 self.handle.submit(m.Rewind(to_turn=int(parts[0]), what=what))
         elif word == "compact":
             self.handle.submit(m.Compact(focus=rest or None))
+        elif word == "model":
+            st = self.model.status
+            self.model.add("notice", f"model {st.model or 'unknown'} · tier {st.tier or 'main'} · mode {st.mode}")
+        elif word == "cost":
+            st = self.model.status
+            cache = (f" · cache read {_k(st.cache_read_tokens)}, written {_k(st.cache_write_tokens)}"
+                     if st.cache_read_tokens or st.cache_write_tokens else "")
+            self.model.add("notice", f"session cost ${st.cost_usd:.4f} · tokens in {_k(st.input_tokens)}, "
+                                     f"out {_k(st.output_tokens)}{cache}")
+        elif word == "agents":
+            self.model.add("notice", "no subagents run yet")
+        elif word == "clear":
+            self.model.clear()
+            self._views.clear()
+            self.walker.clear()
         else:
             self.model.add("notice", f"unknown command /{word}; /help lists them")
+
+    # ------------------------------------------------------------ completion
+
+    def complete(self) -> None:
+        """Tab: complete a /command (or /mode's argument) or an ``@path`` of the workspace at the
+        cursor. One match is inserted whole; several extend to their common prefix and are listed
+        in the hint line."""
+        text, pos = self.composer.edit_text, self.composer.edit_pos
+        before = text[:pos]
+        found = re.fullmatch(r"/(\S*)", before) or re.fullmatch(r"/mode\s+(\S*)", before)
+        if found:
+            options = COMMANDS if before.startswith("/") and " " not in before else MODES
+            cands = [c for c in options if c.startswith(found.group(1))]
+            shown = [("/" if options is COMMANDS else "") + c for c in cands]
+        else:
+            found = re.search(r"(?:^|\s)@(\S*)$", before)
+            if not found:
+                return
+            prefix = found.group(1)
+            files = self.workspace_files()
+            cands = [f for f in files if f.startswith(prefix)]
+            if not cands and prefix:  # no path starts so: match the name anywhere in the path
+                cands = [f for f in files if prefix.lower() in f.lower()]
+                if len(cands) > 1:
+                    self._set_completions(cands)
+                    return
+            shown = cands
+        typed = found.group(1)
+        if not cands:
+            self._set_completions([], note="no match")
+            return
+        if len(cands) == 1:
+            insert, self.completions = cands[0] + " ", ""
+        else:
+            insert = os.path.commonprefix(cands)
+            self._set_completions(shown)
+        if len(insert) >= len(typed) and insert != typed:
+            start = pos - len(typed)
+            self.composer.set_edit_text(text[:start] + insert + text[pos:])
+            self.composer.set_edit_pos(start + len(insert))
+        self.hint.set_text(("hint", self.hint_text()))
+
+    def _set_completions(self, cands: list[str], note: str = "") -> None:
+        shown = cands[:12]
+        more = f" … +{len(cands) - len(shown)}" if len(cands) > len(shown) else ""
+        self.completions = note or ("  ".join(shown) + more)
+        self.hint.set_text(("hint", self.hint_text()))
+
+    def workspace_files(self) -> list[str]:
+        """The workspace's files, relative and sorted (listed once): ``git ls-files`` (tracked and
+        untracked, .gitignore respected) in a repository, else a walk of at most ``WALK_LIMIT``
+        entries that skips hidden folders."""
+        if self._files is not None:
+            return self._files
+        cwd = self.model.status.cwd or os.getcwd()
+        files: list[str] = []
+        try:
+            p = subprocess.run(["git", "-C", cwd, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                               capture_output=True, timeout=5)
+            if p.returncode == 0:
+                files = [f for f in p.stdout.decode("utf-8", "replace").split("\0") if f]
+                self._files = sorted(set(files))
+                return self._files
+        except (OSError, subprocess.SubprocessError):
+            pass
+        seen = 0
+        for root, dirs, names in os.walk(cwd):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            seen += len(dirs)
+            for name in sorted(names):
+                seen += 1
+                files.append(os.path.relpath(os.path.join(root, name), cwd))
+                if seen >= WALK_LIMIT:
+                    break
+            if seen >= WALK_LIMIT:
+                break
+        self._files = sorted(files)
+        return self._files
+
+    # ------------------------------------------------------------ /rewind picker
+
+    def rewind_turns(self) -> list[dict[str, Any]]:
+        """The checkpoints timeline of this session, newest first: ``{turn, files, title}``."""
+        from cox.actors.store import checkpoints, db
+        from cox.actors.store.layout import Layout, cox_home
+
+        conn = db.connect(Path(self.db_path) if self.db_path else Layout(cox_home()).db)
+        try:
+            checkpoints.ensure_schema(conn)
+            return checkpoints.timeline(conn, str(self.handle.session_id))
+        finally:
+            conn.close()
+
+    def open_rewind(self) -> None:
+        if self.model.status.turn_running:
+            self.model.add("notice", "a turn is running; Esc interrupts it, then Esc Esc rewinds")
+            self.refresh()
+            return
+        try:
+            turns = self.rewind_turns()
+        except (sqlite3.Error, OSError) as exc:
+            self.model.add("error", f"cannot read the checkpoints: {exc}")
+            self.refresh()
+            return
+        if not turns:
+            self.model.add("notice", "nothing to rewind yet: no turn has a checkpoint")
+            self.refresh()
+            return
+        self.picker = {"stage": "turn", "turns": turns, "sel": 0, "turn": 0}
+        self.show_modal()
+
+    def _picker_key(self, key: str) -> None:
+        p = self.picker
+        assert p is not None
+        count = len(p["turns"]) if p["stage"] == "turn" else len(REWIND_WHAT)
+        if key == "esc":
+            self.picker = None
+        elif key in ("up", "k"):
+            p["sel"] = (p["sel"] - 1) % count
+        elif key in ("down", "j", "tab"):
+            p["sel"] = (p["sel"] + 1) % count
+        elif p["stage"] == "what" and key in ("c", "v", "b"):
+            self._rewind(p["turn"], REWIND_WHAT["cvb".index(key)])
+        elif key == "enter":
+            if p["stage"] == "turn":
+                p.update(stage="what", turn=p["turns"][p["sel"]]["turn"], sel=2)
+            else:
+                self._rewind(p["turn"], REWIND_WHAT[p["sel"]])
+        self.show_modal()
+        self.refresh()
+
+    def _rewind(self, turn: int, what: str) -> None:
+        self.picker = None
+        self.handle.submit(m.Rewind(to_turn=turn, what=what))  # type: ignore[arg-type]
+        self.model.add("notice", f"rewinding to turn {turn} ({what})…")
+
+    def _picker_body(self) -> tuple[urwid.Widget, str]:
+        p = self.picker
+        assert p is not None
+        rows: list[urwid.Widget] = []
+        if p["stage"] == "turn":
+            for i, t in enumerate(p["turns"]):
+                n = t["files"]
+                label = f'T{t["turn"]} · {n} file{"s" if n != 1 else ""} · "{sanitize(t["title"])}"'
+                rows.append(urwid.Text(("modal_key" if i == p["sel"] else "assistant",
+                                        ("▸ " if i == p["sel"] else "  ") + label), wrap="ellipsis"))
+            rows += [urwid.Divider(), urwid.Text(("modal_label", "Up/Down choose · Enter pick · Esc close"))]
+            return urwid.Pile(rows), " rewind to the start of which turn? "
+        names = {"code": "[c] code — put the files back", "conversation": "[v] conversation — forget the later turns",
+                 "both": "[b] both"}
+        for i, what in enumerate(REWIND_WHAT):
+            rows.append(urwid.Text(("modal_key" if i == p["sel"] else "assistant",
+                                    ("▸ " if i == p["sel"] else "  ") + names[what])))
+        rows += [urwid.Divider(), urwid.Text(("modal_label", "Up/Down choose · Enter restore · Esc close"))]
+        return urwid.Pile(rows), f" rewind to T{p['turn']}: restore what? "
 
     # ------------------------------------------------------------ modals
 
     def modal_open(self) -> bool:
-        return bool(self.approvals) or self.confirm is not None
+        return bool(self.approvals) or self.confirm is not None or self.picker is not None
 
     def ask_confirm(self, prompt: str, on_yes: Any, on_no: Any) -> None:
         self.confirm = (prompt, on_yes, on_no)
@@ -571,6 +813,11 @@ class TUI:
                 urwid.Text([("modal_key", "[y]"), " yes   ", ("modal_key", "[n]"), " no"]),
             ])
             self._overlay(body, " question ")
+            return
+        if self.approvals and self.picker is not None:
+            self.picker = None  # an approval outranks the picker
+        if self.picker is not None:
+            self._overlay(*self._picker_body())
             return
         if not self.approvals:
             self.editing = None
@@ -622,6 +869,9 @@ class TUI:
                 if action is not None:
                     action()
                 self.refresh()
+            return None
+        if self.picker is not None:
+            self._picker_key(key)
             return None
         ev = self.approvals[0]
         call = ev.call
@@ -704,14 +954,37 @@ def _k(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
+def replay_rollout(model: Model, path: str) -> None:
+    """Show the earlier transcript of a resumed session from its rollout (``status["rollout"]``)."""
+    from cox.actors.store.rollout import read_rollout
+
+    try:
+        read = read_rollout(Path(path))
+    except OSError as exc:
+        model.add("error", f"cannot replay the earlier transcript: {exc}")
+        return
+    model.replay(read.events)
+    model.add("turn", "earlier in this session ↑")
+
+
 def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_from_config: bool = False,
         status: dict[str, Any] | None = None) -> int:
     """Run the TUI on this terminal until /quit, Ctrl+D or the session stops; then print the
-    transcript to the normal screen. Same contract as ``plain.run``."""
+    transcript to the normal screen. Same contract as ``plain.run``.
+
+    ``status`` keys (all optional): ``model``, ``mode``, ``cwd``, ``context_window`` (context shown
+    in %), ``tier`` (what /model shows; default "main"), ``theme`` ("light" or "dark"; else
+    $COX_THEME; NO_COLOR wins), ``rollout`` (the resumed session's rollout path: its earlier
+    transcript is replayed before the new turn), ``db`` (cox.db for the /rewind picker; default
+    $COX_HOME's)."""
     ui = TUI(handle, think_price=think_price, status=status)
     if resumed is not None:
+        if ui.rollout:
+            replay_rollout(ui.model, ui.rollout)
         ui.model.add("notice", f"resumed session {handle.session_id}: {len(resumed.history)} messages, "
                                f"{resumed.last_turn} turns")
+        for note in getattr(resumed, "notices", []) or []:
+            ui.model.add("notice", sanitize(str(note)), level="warning")
     else:
         ui.model.add("notice", "cox — type a message, /help for commands")
     return ui.run(architect_from_config=architect_from_config)

@@ -2,7 +2,7 @@
 captures under docs/ run. Everything but the model is real (actors, tools, permission engine,
 store under $COX_HOME), so the screens are the ones a person sees.
 
-    python -m cox.surfaces.tui.demo --script FILE --cwd DIR [--mode default|acceptEdits|plan]
+    python -m cox.surfaces.tui.demo --script FILE --cwd DIR [--mode default|acceptEdits|plan] [--resume ID]
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from cox.actors.store.layout import cox_home
+from cox.actors.session.resume import rebuild
+from cox.actors.store.layout import Layout, cox_home
+from cox.actors.store.rollout import read_rollout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,17 +30,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--script", required=True)
     ap.add_argument("--cwd", required=True)
     ap.add_argument("--mode", default="default")
+    ap.add_argument("--resume", default=None, help="a stored session id: its rollout is rebuilt and replayed")
     args = ap.parse_args(argv)
     cwd = Path(args.cwd).resolve()
     home = cox_home()
+    layout = Layout(home)
+    resumed = None
+    if args.resume:
+        read = read_rollout(layout.rollout(args.resume))
+        resumed = rebuild(read.events)
+        resumed.notices = read.notices
     provider = ScriptedProvider(args.script)
     engine = Engine.compile([], [], [], home=Path.home(), roots=[cwd])
-    settings = SessionSettings(session_id=new_ulid(), cwd=cwd, roots=[cwd], model=provider.model,
+    settings = SessionSettings(session_id=args.resume or new_ulid(), cwd=cwd, roots=[cwd], model=provider.model,
                                permission_mode=PermissionMode(args.mode), approval_policy=ApprovalPolicy.ON_REQUEST)
     app = App(home)
     try:
-        handle = app.open_session(settings, provider, builtin_tools(), engine)
-        return run(handle, status={"model": provider.model, "mode": args.mode, "cwd": str(cwd)})
+        handle = app.open_session(settings, provider, builtin_tools(), engine, resumed)
+        status = {"model": provider.model, "mode": args.mode, "cwd": str(cwd), "db": str(layout.db)}
+        if args.resume:
+            status["rollout"] = str(layout.rollout(args.resume))
+        return run(handle, resumed=resumed, status=status)
     finally:
         app.close()
 

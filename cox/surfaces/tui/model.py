@@ -16,6 +16,8 @@ from typing import Any
 from cox.policy.sanitize import sanitize
 
 _MODE_NOTICE = re.compile(r"permission mode (\w+)")
+_PRESET_NOTICE = re.compile(r"^mode (\w+): permission mode \w+, main turns on (\S+)")
+TIERS = {"architect": "think", "editor": "main"}
 
 
 @dataclass
@@ -54,6 +56,23 @@ class Status:
     turn: int = 0
     turn_running: bool = False
     running_tools: int = 0
+    tier: str = ""  # the model tier (main, think, cheap) when the lead passes it in ``status``
+    input_tokens: int = 0  # the session's totals, from usage events (what /cost shows)
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    mcp: list[dict[str, Any]] = field(default_factory=list)  # session_started's ``mcp_servers``
+
+    def mcp_summary(self) -> str:
+        """``mcp 2✓ 1✗ 1…``: servers ready, failed, still starting or restarting; "" without any."""
+        if not self.mcp:
+            return ""
+        states = [str(s.get("status", "")) for s in self.mcp]
+        ok = sum(1 for x in states if x == "ready")
+        bad = sum(1 for x in states if x.startswith("failed"))
+        other = len(states) - ok - bad
+        parts = [f"{ok}✓"] + ([f"{bad}✗"] if bad else []) + ([f"{other}…"] if other else [])
+        return "mcp " + " ".join(parts)
 
 
 @dataclass
@@ -87,6 +106,7 @@ class Model:
             st.model = st.model or event.model
             st.mode = event.permission_mode.value
             st.cwd = st.cwd or event.cwd
+            st.mcp = list(event.mcp_servers)
         elif t == "turn_started":
             st.turn = event.turn
             st.turn_running = True
@@ -127,6 +147,10 @@ class Model:
             found = _MODE_NOTICE.search(msg)
             if found:
                 st.mode = found.group(1)
+            preset = _PRESET_NOTICE.search(msg)
+            if preset:
+                st.tier = TIERS.get(preset.group(1), st.tier)
+                st.model = preset.group(2)
             self.add("notice", msg, level=event.level)
         elif t == "error":
             self.add("error", sanitize(event.message))
@@ -134,9 +158,16 @@ class Model:
             u = event.usage
             st.context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens
             if event.session_total is not None:
-                st.cost_usd = event.session_total.cost_usd
+                tot = event.session_total
+                st.cost_usd = tot.cost_usd
+                st.input_tokens, st.output_tokens = tot.input_tokens, tot.output_tokens
+                st.cache_read_tokens, st.cache_write_tokens = tot.cache_read_tokens, tot.cache_write_tokens
             else:
                 st.cost_usd += u.cost_usd
+                st.input_tokens += u.input_tokens
+                st.output_tokens += u.output_tokens
+                st.cache_read_tokens += u.cache_read_tokens
+                st.cache_write_tokens += u.cache_write_tokens
         elif t == "compacted":
             self.add("notice", f"compacted: {event.before_tokens} → {event.after_tokens} tokens")
         elif t == "rewound":
@@ -157,6 +188,52 @@ class Model:
                 self.add("turn", f"turn {event.turn}: {stop}" + (f" ({sanitize(event.reason)})" if event.reason else ""))
             else:
                 self._open = None
+
+    def replay(self, events: list[dict[str, Any]]) -> int:
+        """Show a resumed session's earlier transcript from its rollout's event dicts: user
+        messages, assistant text (from ``assistant_message``; the deltas it repeats are skipped),
+        tool rows, notices of compactions and rewinds, and the usage totals. Returns the number of
+        events shown; undecodable lines are skipped. The status ends idle."""
+        from cox.protocol.messages import ProtocolError, decode_event
+
+        shown = 0
+        for raw in events:
+            kind = raw.get("type")
+            if kind == "assistant_message":
+                text = "".join(str(b.get("text", "")) for b in raw.get("content", [])
+                               if isinstance(b, dict) and b.get("type") == "text")
+                if text.strip():
+                    self.add("assistant", sanitize(text))
+                    shown += 1
+                continue
+            if kind == "user_message":
+                self.add("user", sanitize(str(raw.get("text", ""))), acked=True)
+                shown += 1
+                continue
+            if kind not in ("tool_call_requested", "tool_call_done", "usage", "compacted", "rewound", "turn_done",
+                            "error", "turn_started"):
+                continue
+            try:
+                event = decode_event(raw)
+            except (ProtocolError, ValueError):
+                continue
+            self.apply(event)
+            shown += 1
+        self._open = None
+        self.status.turn_running = False
+        for block in self.tools.values():
+            if block.state in ("running", "waiting"):
+                block.state, block.detail = "aborted", "interrupted"
+                block.touch()
+        self.status.running_tools = 0
+        return shown
+
+    def clear(self) -> None:
+        """/clear: forget the visible transcript (the session's history is untouched)."""
+        self.blocks.clear()
+        self._open = None
+        self.tools = {k: b for k, b in self.tools.items() if b.state in ("running", "waiting")}
+        self.blocks.extend(self.tools.values())
 
     def _user_message(self, event: Any) -> None:
         text = sanitize(event.text)
