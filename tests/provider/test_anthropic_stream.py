@@ -24,14 +24,8 @@ from cox.actors.provider.transport import close_clients
 from cox.protocol.model import (
     ModelRequest,
     ProviderError,
-    StopDelta,
     StreamDelta,
     TextPart,
-    ThinkingPart,
-    ToolUseInputDelta,
-    ToolUseStart,
-    ToolUseStop,
-    UsageDelta,
 )
 from cox.supervisors import CancelScope
 from tests.provider.loopback import Loopback, Reply, sse
@@ -75,21 +69,7 @@ def assemble(deltas: list[StreamDelta]) -> _Assembler:
     feeds them."""
     asm = _Assembler()
     for d in deltas:
-        if isinstance(d, TextPart):
-            if d.text:
-                asm.text(d.text)
-        elif isinstance(d, ThinkingPart):
-            asm.thinking(d.text, d.signature, d.extra)
-        elif isinstance(d, ToolUseStart):
-            asm.tool_start(d)
-        elif isinstance(d, ToolUseInputDelta):
-            asm.tool_input(d)
-        elif isinstance(d, ToolUseStop):
-            asm.tool_stop(d)
-        elif isinstance(d, UsageDelta):
-            asm.usage = d
-        elif isinstance(d, StopDelta):
-            asm.stop = d.reason
+        asm.feed(d)
     asm.finish()
     return asm
 

@@ -36,12 +36,6 @@ from cox.protocol.interfaces import CancelToken, Provider
 from cox.protocol.model import (
     ModelRequest,
     ProviderError,
-    StopDelta,
-    TextPart,
-    ThinkingPart,
-    ToolUseInputDelta,
-    ToolUseStart,
-    ToolUseStop,
     UsageDelta,
 )
 from cox.protocol.types import PermissionMode, StopReason, new_ulid
@@ -58,20 +52,7 @@ def assemble(provider: Provider, request: ModelRequest, cancel: CancelToken | No
     history). ProviderError propagates."""
     asm = _Assembler()
     for d in provider.stream(request, cancel or CancelScope()):
-        if isinstance(d, TextPart):
-            asm.text(d.text)
-        elif isinstance(d, ThinkingPart):
-            asm.thinking(d.text, d.signature, d.extra)
-        elif isinstance(d, ToolUseStart):
-            asm.tool_start(d)
-        elif isinstance(d, ToolUseInputDelta):
-            asm.tool_input(d)
-        elif isinstance(d, ToolUseStop):
-            asm.tool_stop(d)
-        elif isinstance(d, UsageDelta):
-            asm.usage = d
-        elif isinstance(d, StopDelta):
-            asm.stop = d.reason
+        asm.feed(d)
     asm.finish()
     return asm
 

@@ -102,6 +102,28 @@ class _Assembler:
             block["input"] = {}
             block["input_error"] = raw
 
+    def feed(self, d: Any) -> str | None:
+        """Apply one delta; returns the visible text it carries (``"text"``/``"thinking"`` kind
+        decided by the caller from the delta type), or None."""
+        if isinstance(d, TextPart):
+            if d.text:
+                self.text(d.text)
+                return d.text
+        elif isinstance(d, ThinkingPart):
+            self.thinking(d.text, d.signature, d.extra)
+            return d.text or None
+        elif isinstance(d, ToolUseStart):
+            self.tool_start(d)
+        elif isinstance(d, ToolUseInputDelta):
+            self.tool_input(d)
+        elif isinstance(d, ToolUseStop):
+            self.tool_stop(d)
+        elif isinstance(d, UsageDelta):
+            self.usage = d
+        elif isinstance(d, StopDelta):
+            self.stop = d.reason
+        return None
+
     def finish(self) -> list[dict[str, Any]]:
         for block in self.tools.values():  # a block that never got its stop (cut response)
             if "_raw" in block:
@@ -142,26 +164,11 @@ class ProviderStreamActor(CoxActor):
                 for d in self.provider.stream(self.request, self.cancel):
                     if self.cancel.cancelled:
                         break
-                    if isinstance(d, TextPart):
-                        if d.text:
-                            asm.text(d.text)
-                            self.reply_to.tell(("s_text", sid, d.text))
-                            emitted = True
-                    elif isinstance(d, ThinkingPart):
-                        asm.thinking(d.text, d.signature, d.extra)
-                        if d.text:
-                            self.reply_to.tell(("s_thinking", sid, d.text))
-                            emitted = True
-                    elif isinstance(d, ToolUseStart):
-                        asm.tool_start(d)
-                    elif isinstance(d, ToolUseInputDelta):
-                        asm.tool_input(d)
-                    elif isinstance(d, ToolUseStop):
-                        asm.tool_stop(d)
-                    elif isinstance(d, UsageDelta):
-                        asm.usage = d
-                    elif isinstance(d, StopDelta):
-                        asm.stop = d.reason
+                    shown = asm.feed(d)
+                    if shown:
+                        kind = "s_text" if isinstance(d, TextPart) else "s_thinking"
+                        self.reply_to.tell((kind, sid, shown))
+                        emitted = True
             except ProviderError as exc:
                 if self.cancel.cancelled:
                     break

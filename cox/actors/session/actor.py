@@ -561,7 +561,7 @@ class SessionActor(CoxActor):
             del self.history[start:]
             self.turn_starts.pop(turn.turn, None)
             self.emit(m.Rewound(to_turn=turn.turn, what="conversation"))
-            self._abort_batch_calls(turn, [], "not run: the model declined")
+            self._abort_unfinished(turn)
             self._finish(StopReason.ERROR, "the model declined to answer (refusal); the turn was rolled back — "
                                            "rephrase the request and try again")
             return
@@ -881,15 +881,6 @@ class SessionActor(CoxActor):
         if turn.calls:
             self._add(h.tool_results([self._result_block(c, turn.results[c.id]) for c in turn.calls]))
             turn.calls = []
-
-    def _abort_batch_calls(self, turn: Turn, content: list[dict[str, Any]], why: str) -> None:
-        for b in content:
-            if b.get("type") == "tool_use":
-                call = ToolCall(id=b["id"], name=b["name"], input=b.get("input") or {})
-                turn.calls.append(call)
-                self.emit(m.ToolCallRequested(call=call))
-                self._deliver(turn, call, ToolResult.aborted(why))
-        self._abort_unfinished(turn)
 
     def _finish(self, stop: StopReason, reason: str | None = None) -> None:
         turn = self.active

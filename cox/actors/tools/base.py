@@ -7,6 +7,7 @@ Tools never crash the turn: the ToolCall actor turns an exception into an error 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ class ToolEnv:
     a kill) ends and reaps these, so no process outlives its call."""
 
 
-class BaseTool:
+class BaseTool(ABC):
     name: str = ""
     description: str = ""
     input_schema: dict[str, Any] = {}
@@ -65,5 +66,6 @@ class BaseTool:
         """Fill the call's risk, subject (and segments for bash) for the permission engine."""
         return call.model_copy(update={"risk": self.risk(call.input), "subject": self.subject(call.input, env)})
 
+    @abstractmethod
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
-        raise NotImplementedError(f"tool {self.name} has no call()")  # every concrete tool overrides
+        """Run the call and return its full output (the ToolCall actor caps what the model sees)."""
