@@ -180,11 +180,16 @@ class Compacted(Strict):
 
 
 class Question(Strict):
+    """A question for the person: a form (``schema``, a flat JSON Schema object), a link to open
+    (``url``), or a yes/no (neither). ``source`` says who asks (``mcp server 'x'``, ``cox``).
+    The answer comes back as ``Answer{question_id}`` and goes to the asker only."""
+
     type: Literal["question"] = "question"
     question_id: str
     prompt: str
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     url: str | None = None
+    source: str | None = None
 
 
 class Notice(Strict):

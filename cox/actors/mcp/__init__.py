@@ -14,11 +14,21 @@ Trust (``trust.py``): tools of servers a repository brought, and changed definit
 untrusted (pending sentence, Write, never called) until ``cox mcp trust <server>``.
 """
 
-from .config import McpServerSpec, Origin, load_servers
-from .server import McpServerActor
-from .supervisor import McpManager, fetch_tools, start_mcp
-from .tool import McpTool
-from .trust import TrustState, TrustStore
+from __future__ import annotations
 
-__all__ = ["McpManager", "McpServerActor", "McpServerSpec", "McpTool", "Origin", "TrustState", "TrustStore",
-           "fetch_tools", "load_servers", "start_mcp"]
+import importlib
+from typing import Any
+
+# Lazy (PEP 562): ``cox.actors.mcp.config`` is read on every run to learn whether any server is
+# configured, and importing this package must not import the mcp SDK (about 0.3 s) for that.
+_WHERE = {"McpServerSpec": "config", "Origin": "config", "load_servers": "config",
+          "McpServerActor": "server", "McpManager": "supervisor", "fetch_tools": "supervisor",
+          "start_mcp": "supervisor", "McpTool": "tool", "TrustState": "trust", "TrustStore": "trust"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
