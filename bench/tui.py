@@ -4,9 +4,16 @@ compared with the same stream drained headless (no UI).
 
 Prints frames drawn, frames per second, CPU seconds used by the UI thread, the time from the last
 delta reaching the surface's queue to the screen showing it, and the stream's wall time with and
-without the TUI. Goals (issue 7): ≤ 50 ms to screen, ≤ 60 fps, ≤ 20% slower than headless.
+without the TUI: until the session's last event reaches the surface (the stream) and until the
+screen shows the turn done. Goals (issue 7): ≤ 50 ms to screen, ≤ 60 fps, ≤ 20% slower than
+headless. Headless and TUI runs alternate and each figure is the median of ``--runs`` runs, so
+a burst of load elsewhere on the machine moves both alike. ``--code`` streams a reply made of
+fenced Python blocks instead of prose (syntax colouring on the UI thread).
 
-    .venv/bin/python bench/tui.py [--deltas N]
+The terminal that reads what the UI writes is a separate process (``cat``), as a real terminal
+is: a reader thread inside the measured process would take the GIL from the stream it measures.
+
+    .venv/bin/python bench/tui.py [--deltas N] [--runs N] [--code]
 """
 
 from __future__ import annotations
@@ -15,11 +22,12 @@ import argparse
 import fcntl
 import os
 import pty
+import statistics
 import struct
+import subprocess
 import sys
 import tempfile
 import termios
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -40,11 +48,21 @@ from cox.surfaces.tui.app import TUI  # noqa: E402
 END = "<<END>>"
 
 
-def open_session(tmp: Path, deltas: int) -> tuple[App, Any]:
+def script(deltas: int, code: bool) -> list[dict[str, Any]]:
+    if not code:  # prose: a line break every 15 words, like a model's paragraphs and lists
+        return [{"text": "word " if i % 15 != 14 else "word\n"} for i in range(deltas - 1)]
+    # fenced Python: 40-line blocks between short paragraphs, a few tokens a line
+    pieces = ["Here is more:\n", "```python\n"]
+    for n in range(40):
+        pieces += [f"def f{n}(x):", " return", f' "s{n}"', " # note\n"]
+    pieces.append("```\n")
+    return [{"text": pieces[i % len(pieces)]} for i in range(deltas - 1)]
+
+
+def open_session(tmp: Path, deltas: int, code: bool = False) -> tuple[App, Any]:
     ws = tmp / "ws"
     ws.mkdir(exist_ok=True)
-    # prose: a line break every 15 words, like a model's paragraphs and lists
-    steps: list[dict[str, Any]] = [{"text": "word " if i % 15 != 14 else "word\n"} for i in range(deltas - 1)]
+    steps = script(deltas, code)
     steps.append({"text": END})
     provider = ScriptedProvider({"model": "bench", "replies": [{"events": steps, "stop": "end_turn"}]})
     settings = SessionSettings(session_id=new_ulid(), cwd=ws, roots=[ws], model="bench")
@@ -54,7 +72,8 @@ def open_session(tmp: Path, deltas: int) -> tuple[App, Any]:
 
 
 def stamp_puts(handle: Any, marks: dict[str, float]) -> None:
-    """Note when the last delta reaches the surface's queue (the session's sink puts it there)."""
+    """Note when the last delta and the turn's end reach the surface's queue (the session's sink
+    puts them there)."""
     q = handle.events
     put = q.put
 
@@ -63,13 +82,15 @@ def stamp_puts(handle: Any, marks: dict[str, float]) -> None:
         event = item[0]
         if event.type == "text_delta" and event.text == END:
             marks["last"] = time.monotonic()
+        elif event.type == "turn_done":
+            marks["turn_done"] = time.monotonic()
 
     q.put = timed
 
 
-def headless(deltas: int) -> float:
+def headless(deltas: int, code: bool = False) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        app, handle = open_session(Path(tmp), deltas)
+        app, handle = open_session(Path(tmp), deltas, code)
         try:
             while handle.events.get(timeout=10)[0].type != "session_started":
                 pass
@@ -82,26 +103,18 @@ def headless(deltas: int) -> float:
             app.close()
 
 
-def tui(deltas: int) -> dict[str, float]:
+def tui(deltas: int, code: bool = False) -> dict[str, float]:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    stop = threading.Event()
-
-    def terminal() -> None:  # read and discard what the UI writes, as a terminal would
-        while not stop.is_set():
-            try:
-                if not os.read(master, 65536):
-                    return
-            except OSError:
-                return
-
-    threading.Thread(target=terminal, daemon=True).start()
+    # the terminal: another process reading and discarding what the UI writes
+    terminal = subprocess.Popen(["cat"], stdin=master, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(master)
     screen = urwid.display.raw.Screen(input=os.fdopen(os.dup(slave), "rb", buffering=0),
                                       output=os.fdopen(os.dup(slave), "w"), bracketed_paste_mode=False)
     marks: dict[str, float] = {}
     frames = [0]
     with tempfile.TemporaryDirectory() as tmp:
-        app, handle = open_session(Path(tmp), deltas)
+        app, handle = open_session(Path(tmp), deltas, code)
         stamp_puts(handle, marks)
         ui = TUI(handle, status={"model": "bench", "mode": "default", "cwd": tmp})
         started = ui._started
@@ -137,8 +150,10 @@ def tui(deltas: int) -> dict[str, float]:
             ui.run(screen=screen, print_transcript=False)
             marks["cpu"] = time.thread_time() - marks["cpu0"]
         finally:
-            stop.set()
             app.close()
+            os.close(slave)
+            terminal.kill()
+            terminal.wait()
     marks["frames"] = frames[0]
     marks["wakes"] = ui.frames
     return marks
@@ -147,20 +162,33 @@ def tui(deltas: int) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--deltas", type=int, default=20_000)
-    ap.add_argument("--runs", type=int, default=3, help="runs of each; the median run is reported")
+    ap.add_argument("--runs", type=int, default=7, help="runs of each, alternating; medians are reported")
+    ap.add_argument("--code", action="store_true", help="stream fenced Python blocks instead of prose")
     args = ap.parse_args()
-    bases = sorted(headless(args.deltas) for _ in range(args.runs))
-    base = bases[len(bases) // 2]
-    runs = sorted((tui(args.deltas) for _ in range(args.runs)), key=lambda r: r["done"] - r["start"])
-    r = runs[len(runs) // 2]
-    wall = r["done"] - r["start"]
-    print(f"deltas:                 {args.deltas}  (median of {args.runs} runs)")
+    bases: list[float] = []
+    runs: list[dict[str, float]] = []
+    for _ in range(args.runs):
+        bases.append(headless(args.deltas, args.code))
+        runs.append(tui(args.deltas, args.code))
+
+    def med(key: Any) -> float:
+        return statistics.median(key(r) for r in runs)
+
+    base = statistics.median(bases)
+    stream = med(lambda r: r["turn_done"] - r["start"])
+    wall = med(lambda r: r["done"] - r["start"])
+    print(f"deltas:                 {args.deltas}{' (fenced Python)' if args.code else ''}  "
+          f"(median of {args.runs} runs each)")
     print(f"headless stream:        {base:.3f} s")
-    print(f"TUI stream:             {wall:.3f} s  ({(wall / base - 1) * 100:+.0f}% vs headless; until the screen shows the turn done)")
-    print(f"frames drawn:           {int(r['frames'])}  ({r['frames'] / wall:.1f} per second)")
-    print(f"wakes applied:          {int(r['wakes'])}")
-    print(f"UI thread CPU:          {r['cpu']:.3f} s")
-    print(f"last delta → screen:    {(r['shown'] - r['last']) * 1000:.1f} ms")
+    print(f"TUI stream:             {stream:.3f} s  ({(stream / base - 1) * 100:+.0f}% vs headless; "
+          "until the turn's end reaches the surface)")
+    print(f"TUI screen:             {wall:.3f} s  ({(wall / base - 1) * 100:+.0f}% vs headless; "
+          "until the screen shows the turn done)")
+    print(f"frames drawn:           {med(lambda r: r['frames']):.0f}  "
+          f"({med(lambda r: r['frames'] / (r['done'] - r['start'])):.1f} per second)")
+    print(f"wakes applied:          {med(lambda r: r['wakes']):.0f}")
+    print(f"UI thread CPU:          {med(lambda r: r['cpu']):.3f} s")
+    print(f"last delta → screen:    {med(lambda r: r['shown'] - r['last']) * 1000:.1f} ms")
     return 0
 
 

@@ -1,10 +1,10 @@
 """Layered configuration: defaults → user file → project file → ``COX_*`` env → flags.
 
-Why a hand-written walk over the raw TOML before pydantic sees it: every complaint about a
+Why a hand-written walk over the raw TOML before the records are built: every complaint about a
 setting must be one line naming the file, the line and the key (``cox config show`` is how a
 person finds out why cox behaves as it does), and a project file must be able to *narrow* trust
 but never widen it. Both need to know, per key, which layer and which line it came from, which a
-plain ``model_validate`` on a merged dict cannot tell.
+plain decode of a merged dict cannot tell.
 
 Layers are kept flat: ``{("core", "model"): "x", ...}``. Applying a layer overwrites leaves one
 by one, so tables merge deeply; the three permission rule lists (allow/ask/deny) are the exception
@@ -13,11 +13,9 @@ and are concatenated across layers (deduplicated), each rule remembering its own
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
-import tomllib
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,14 +24,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-import annotated_types
-from pydantic import BaseModel, ValidationError
-from pydantic.fields import FieldInfo
-
+from cox.protocol.record import DecodeError, Record, Spec, decode, specs
 from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode
 
 from .lines import KeyPath, key_lines, line_of
-from .schema import Config, is_internal_field
+from .schema import Config
 
 Keys = tuple[str, ...]
 
@@ -57,7 +52,7 @@ RULE_LISTS: frozenset[Keys] = frozenset(
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
-_SYNTAX_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+_SYNTAX_POS = r"\s*\(at line (\d+), column (\d+)\)$"  # compiled on the first syntax error
 
 
 class ConfigError(Exception):
@@ -75,54 +70,68 @@ class ConfigError(Exception):
 
 
 # --------------------------------------------------------------------------------------------
-# The schema, read once from the pydantic models
+# The schema, read once from the config records
 
 
-@dataclass(frozen=True)
+# (Plain classes rather than frozen dataclasses: each of those costs ~0.2 ms of start-up.)
+
+
 class _Leaf:
-    annotation: Any
-    metadata: tuple[Any, ...] = ()
+    __slots__ = ("annotation", "bounds")
+
+    def __init__(self, annotation: Any, bounds: Spec | None = None) -> None:
+        self.annotation = annotation
+        self.bounds = bounds  # the field, when it has numeric bounds
 
 
-@dataclass(frozen=True)
 class _Table:
-    fields: dict[str, _Node]
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: dict[str, _Node]) -> None:
+        self.fields = fields
 
 
-@dataclass(frozen=True)
 class _Map:
     """A table of named entries of one shape (``[mcp.servers.<name>]``)."""
 
-    entry: _Table
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: _Table) -> None:
+        self.entry = entry
 
 
-@dataclass(frozen=True)
 class _Free:
     """A free-form table (``[hooks]`` until the hooks issue fixes its shape)."""
+
+    __slots__ = ()
 
 
 _Node = _Leaf | _Table | _Map | _Free
 
 
-def _table_of(model: type[BaseModel]) -> _Table:
+def _table_of(model: type[Record]) -> _Table:
     fields: dict[str, _Node] = {}
-    for name, info in model.model_fields.items():
-        if not is_internal_field(info.json_schema_extra):
-            fields[name] = _node_of(info)
+    for spec in specs(model):
+        if not spec.internal:
+            fields[spec.name] = _node_of(spec)
     return _Table(fields)
 
 
-def _node_of(info: FieldInfo) -> _Node:
-    ann = info.annotation
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
+def _is_record_type(ann: Any) -> bool:
+    return isinstance(ann, type) and issubclass(ann, Record)
+
+
+def _node_of(spec: Spec) -> _Node:
+    ann = spec.type
+    if _is_record_type(ann):
         return _table_of(ann)
     if get_origin(ann) is dict:
         _, value_type = get_args(ann)
-        if isinstance(value_type, type) and issubclass(value_type, BaseModel):
+        if _is_record_type(value_type):
             return _Map(_table_of(value_type))
         if value_type is Any:
             return _Free()
-    return _Leaf(ann, tuple(info.metadata))
+    return _Leaf(ann, spec if spec.bounded else None)
 
 
 @cache
@@ -189,6 +198,8 @@ def _closest(word: str, candidates: Iterable[str]) -> str | None:
 
     Ties go to a candidate with the same letters (``modle`` → ``model``, not ``mode``), then to
     the closest spelling by difflib's ratio. Failing that, the one candidate ``word`` begins."""
+    import difflib  # error messages only
+
     best: tuple[int, int, float, str] | None = None
     candidates = list(candidates)
     for candidate in candidates:
@@ -300,7 +311,8 @@ def _check(value: Any, leaf: _Leaf) -> Any:
             return None
         raise _Bad(f"expected {_describe(ann)}, got nothing")
     checked = _check_type(value, ann)
-    _check_bounds(checked, leaf.metadata, ann)
+    if leaf.bounds is not None:
+        _check_bounds(checked, leaf.bounds, ann)
     return checked
 
 
@@ -346,17 +358,16 @@ def _check_type(value: Any, ann: Any) -> Any:
     raise _Bad(f"expected {_describe(ann)}, got {_type_name(value)}")
 
 
-def _check_bounds(value: Any, metadata: tuple[Any, ...], ann: Any) -> None:
+def _check_bounds(value: Any, spec: Spec, ann: Any) -> None:
     what = _describe(ann)
-    for rule in metadata:
-        if isinstance(rule, annotated_types.Ge) and not value >= rule.ge:
-            raise _Bad(f"expected {what} >= {rule.ge}, got {value!r}")
-        if isinstance(rule, annotated_types.Gt) and not value > rule.gt:
-            raise _Bad(f"expected {what} > {rule.gt}, got {value!r}")
-        if isinstance(rule, annotated_types.Le) and not value <= rule.le:
-            raise _Bad(f"expected {what} <= {rule.le}, got {value!r}")
-        if isinstance(rule, annotated_types.Lt) and not value < rule.lt:
-            raise _Bad(f"expected {what} < {rule.lt}, got {value!r}")
+    if spec.ge is not None and not value >= spec.ge:
+        raise _Bad(f"expected {what} >= {spec.ge}, got {value!r}")
+    if spec.gt is not None and not value > spec.gt:
+        raise _Bad(f"expected {what} > {spec.gt}, got {value!r}")
+    if spec.le is not None and not value <= spec.le:
+        raise _Bad(f"expected {what} <= {spec.le}, got {value!r}")
+    if spec.lt is not None and not value < spec.lt:
+        raise _Bad(f"expected {what} < {spec.lt}, got {value!r}")
 
 
 def _parse_text(text: str, leaf: _Leaf) -> Any:
@@ -383,6 +394,8 @@ def _parse_text(text: str, leaf: _Leaf) -> Any:
             return float(word)
         except ValueError:
             raise _Bad(f"expected a number, got {text!r}") from None
+    import tomllib  # here, not at the top: a run without config files never parses TOML
+
     try:
         return tomllib.loads("v = " + word)["v"]
     except tomllib.TOMLDecodeError:
@@ -430,11 +443,13 @@ def _read_file(path: Path, kind: str) -> _Layer | None:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise ConfigError(f"{name}:{line}: not valid UTF-8 (byte {exc.start})", file=name, line=line) from None
+    import tomllib  # here, not at the top: a run without config files never parses TOML
+
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
-        match = _SYNTAX_POS.search(message)
+        match = re.search(_SYNTAX_POS, message)
         if match:
             line, col = int(match.group(1)), int(match.group(2))
             message = message[: match.start()]
@@ -690,11 +705,10 @@ class _Merged:
                 node[path[-1]] = value
         self._check_entries(nested)
         try:
-            config = Config.model_validate(nested)
-        except ValidationError as exc:  # the walk above should make this unreachable
-            first = exc.errors()[0]
-            key = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"{self.sources.get(key, 'config')}: {key}: {first['msg']}", key=key) from None
+            config: Config = decode(Config, nested)
+        except DecodeError as exc:  # the walk above should make this unreachable
+            key = exc.where
+            raise ConfigError(f"{self.sources.get(key, 'config')}: {key}: {exc.problem}", key=key) from None
         sources = dict(self.sources)
         for path, where in self.list_sources.items():
             sources[".".join(path)] = ", ".join(dict.fromkeys(where))

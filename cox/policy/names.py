@@ -27,6 +27,9 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "CloudAgent": frozenset({CLOUD_AGENT}),
     "Agent": frozenset({"agent"}),
     "Task": frozenset({"agent"}),
+    # MCP resources (Claude Code's names); the subject is ``<server>`` / ``<server> <uri>``.
+    "ListMcpResourcesTool": frozenset({"list_mcp_resources"}),
+    "ReadMcpResourceTool": frozenset({"read_mcp_resource"}),
 }
 
 # Rule names whose specifier is a path glob (``Read(~/.ssh/**)``).
@@ -41,7 +44,7 @@ for _rule, _tools in RULE_TOOLS.items():
 _GRANT = {"read": "Read", "grep": "Grep", "glob": "Glob", "edit": "Edit", "write": "Edit",
           "apply_patch": "Edit", "rename_symbol": "Edit", "diagnostics": "Read", "definition": "Read",
           "references": "Read", "bash": "Bash", "web_fetch": "WebFetch", "web_search": "WebSearch",
-          "agent": "Agent"}
+          "agent": "Agent", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
 
 
 def is_mcp(tool: str) -> bool:

@@ -7,17 +7,15 @@ Every message is JSON-encoded as one object with a snake_case ``type``. ``decode
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, TypeAdapter, ValidationError, model_validator
-
+from .record import DecodeError, Record, decode, field, record, tag_of, to_json, to_plain
 from .types import (
     Decision,
     NoticeLevel,
     PermissionMode,
     RewindWhat,
     StopReason,
-    Strict,
     ToolCall,
     ToolResult,
     Usage,
@@ -26,42 +24,46 @@ from .types import (
 # ---------------------------------------------------------------- submissions
 
 
-class UserTurn(Strict):
+@record
+class UserTurn(Record):
     type: Literal["user_turn"] = "user_turn"
     text: str
     images: list[dict[str, Any]] | None = None
 
 
-class Approve(Strict):
+@record
+class Approve(Record):
     type: Literal["approve"] = "approve"
     call_id: str
     decision: Decision
     edited_input: dict[str, Any] | None = None
 
-    @model_validator(mode="after")
-    def _edit_needs_input(self) -> Approve:
+    def __post_init__(self) -> None:
         if self.decision is Decision.EDIT and self.edited_input is None:
             raise ValueError("decision 'edit' needs edited_input (the call's new input object)")
-        return self
 
 
-class Interrupt(Strict):
+@record
+class Interrupt(Record):
     type: Literal["interrupt"] = "interrupt"
 
 
-class Answer(Strict):
+@record
+class Answer(Record):
     type: Literal["answer"] = "answer"
     question_id: str
     answer: Any = None
     declined: bool = False
 
 
-class Compact(Strict):
+@record
+class Compact(Record):
     type: Literal["compact"] = "compact"
     focus: str | None = None
 
 
-class SetMode(Strict):
+@record
+class SetMode(Record):
     """Change the permission mode (``mode``) or the preset (``preset``: architect runs main
     turns on the think tier in plan mode; editor goes back to the configured mode and the code
     tier). Exactly one of the two."""
@@ -70,49 +72,49 @@ class SetMode(Strict):
     mode: PermissionMode | None = None
     preset: Literal["architect", "editor"] | None = None
 
-    @model_validator(mode="after")
-    def _one_of(self) -> SetMode:
+    def __post_init__(self) -> None:
         if (self.mode is None) == (self.preset is None):
             raise ValueError("set_mode takes exactly one of 'mode' (a permission mode) or 'preset' "
                              "(architect or editor)")
-        return self
 
 
-class Rewind(Strict):
+@record
+class Rewind(Record):
     type: Literal["rewind"] = "rewind"
     to_turn: int
     what: RewindWhat = "both"
 
 
-class Shutdown(Strict):
+@record
+class Shutdown(Record):
     type: Literal["shutdown"] = "shutdown"
 
 
-Submission = Annotated[
-    UserTurn | Approve | Interrupt | Answer | Compact | SetMode | Rewind | Shutdown,
-    Field(discriminator="type"),
-]
+Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | Rewind | Shutdown
 
 # ---------------------------------------------------------------- events
 
 
-class SessionStarted(Strict):
+@record
+class SessionStarted(Record):
     type: Literal["session_started"] = "session_started"
     session_id: str
     cwd: str
     model: str
     permission_mode: PermissionMode = PermissionMode.DEFAULT
-    tools: list[str] = Field(default_factory=list)
-    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     resumed: bool = False
 
 
-class TurnStarted(Strict):
+@record
+class TurnStarted(Record):
     type: Literal["turn_started"] = "turn_started"
     turn: int
 
 
-class UserMessage(Strict):
+@record
+class UserMessage(Record):
     """What the user said: the initial text of a turn, or a steering message seen mid-turn."""
 
     type: Literal["user_message"] = "user_message"
@@ -121,17 +123,20 @@ class UserMessage(Strict):
     steered: bool = False
 
 
-class TextDelta(Strict):
+@record
+class TextDelta(Record):
     type: Literal["text_delta"] = "text_delta"
     text: str
 
 
-class ThinkingDelta(Strict):
+@record
+class ThinkingDelta(Record):
     type: Literal["thinking_delta"] = "thinking_delta"
     text: str
 
 
-class AssistantMessage(Strict):
+@record
+class AssistantMessage(Record):
     """One finished model response, as content blocks (text, thinking with its signature,
     tool_use). Resume rebuilds the history from these, so thinking signatures survive."""
 
@@ -140,91 +145,108 @@ class AssistantMessage(Strict):
     content: list[dict[str, Any]]
 
 
-class ToolCallRequested(Strict):
+@record
+class ToolCallRequested(Record):
     type: Literal["tool_call_requested"] = "tool_call_requested"
     call: ToolCall
 
 
-class ApprovalRequired(Strict):
+@record
+class ApprovalRequired(Record):
     type: Literal["approval_required"] = "approval_required"
     call: ToolCall
     reason: str = ""
 
 
-class ToolCallOutput(Strict):
+@record
+class ToolCallOutput(Record):
     type: Literal["tool_call_output"] = "tool_call_output"
     call_id: str
     chunk: str
 
 
-class ToolCallDone(Strict):
+@record
+class ToolCallDone(Record):
     type: Literal["tool_call_done"] = "tool_call_done"
     call_id: str
     result: ToolResult
     duration_ms: float | None = None
 
 
-class CheckpointEvent(Strict):
+@record
+class CheckpointEvent(Record):
     type: Literal["checkpoint"] = "checkpoint"
     turn: int
     call_id: str
     files: list[str]
 
 
-class Compacted(Strict):
+@record
+class Compacted(Record):
     type: Literal["compacted"] = "compacted"
     summary: str
-    dropped: list[str] = Field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
     before_tokens: int = 0
     after_tokens: int = 0
 
 
-class Question(Strict):
+@record
+class Question(Record):
     """A question for the person: a form (``schema``, a flat JSON Schema object), a link to open
-    (``url``), or a yes/no (neither). ``source`` says who asks (``mcp server 'x'``, ``cox``).
+    (``url``), or a yes/no (neither). ``source`` says who asks (``mcp:<server>``, ``cox``).
     The answer comes back as ``Answer{question_id}`` and goes to the asker only."""
 
     type: Literal["question"] = "question"
     question_id: str
     prompt: str
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    schema: dict[str, Any] | None = None
     url: str | None = None
     source: str | None = None
 
+    @property
+    def schema_(self) -> dict[str, Any] | None:
+        """The name this field had under pydantic (where ``schema`` was taken)."""
+        return self.schema
 
-class Notice(Strict):
+
+@record
+class Notice(Record):
     type: Literal["notice"] = "notice"
     level: NoticeLevel = "info"
     message: str
 
 
-class UsageEvent(Strict):
+@record
+class UsageEvent(Record):
     type: Literal["usage"] = "usage"
     usage: Usage
     session_total: Usage | None = None
     api_ms: float | None = None
 
 
-class TurnDone(Strict):
+@record
+class TurnDone(Record):
     type: Literal["turn_done"] = "turn_done"
     turn: int
     stop: StopReason
     reason: str | None = None
 
 
-class Rewound(Strict):
+@record
+class Rewound(Record):
     type: Literal["rewound"] = "rewound"
     to_turn: int
     what: RewindWhat = "both"
 
 
-class ErrorEvent(Strict):
+@record
+class ErrorEvent(Record):
     type: Literal["error"] = "error"
     message: str
     fatal: bool = False
 
 
-Event = Annotated[
+Event = (
     SessionStarted
     | TurnStarted
     | UserMessage
@@ -242,41 +264,19 @@ Event = Annotated[
     | UsageEvent
     | TurnDone
     | Rewound
-    | ErrorEvent,
-    Field(discriminator="type"),
-]
-
-_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
-
-
-def _adapter(kind: str) -> TypeAdapter[Any]:
-    """The union validators are built on first decode, not at import (start-up time)."""
-    adapter = _ADAPTERS.get(kind)
-    if adapter is None:
-        adapter = _ADAPTERS[kind] = TypeAdapter(Submission if kind == "submission" else Event)
-    return adapter
-
-SUBMISSION_TYPES = sorted(
-    m.model_fields["type"].default for m in (UserTurn, Approve, Interrupt, Answer, Compact, SetMode, Rewind, Shutdown)
+    | ErrorEvent
 )
+
+_KINDS: dict[str, dict[str, type[Record]]] = {
+    "submission": {tag_of(cls) or "": cls for cls in get_args(Submission)},
+    "event": {tag_of(cls) or "": cls for cls in get_args(Event)},
+}
+
+SUBMISSION_TYPES = sorted(_KINDS["submission"])
 
 
 class ProtocolError(ValueError):
     """A message that is not valid JSON, has an unknown ``type`` or a bad field."""
-
-
-def _explain(kind: str, err: ValidationError, raw: Any) -> ProtocolError:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
-        if e["type"] == "union_tag_invalid":
-            tag = raw.get("type") if isinstance(raw, dict) else None
-            parts.append(f"unknown {kind} type {tag!r} (expected one of: {e['ctx']['expected_tags']})")
-        elif e["type"] == "union_tag_not_found":
-            parts.append(f"{kind} has no 'type' field")
-        else:
-            parts.append(f"{loc}: {e['msg']}")
-    return ProtocolError(f"bad {kind}: " + "; ".join(parts))
 
 
 def _decode(kind: str, data: str | bytes | dict[str, Any]) -> Any:
@@ -288,10 +288,18 @@ def _decode(kind: str, data: str | bytes | dict[str, Any]) -> Any:
             raise ProtocolError(f"bad {kind}: not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(raw, dict):
         raise ProtocolError(f"bad {kind}: expected a JSON object, got {type(raw).__name__}")
+    if "type" not in raw:
+        raise ProtocolError(f"bad {kind}: {kind} has no 'type' field")
+    classes = _KINDS[kind]
+    tag = raw["type"]
+    cls = classes.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        expected = ", ".join(repr(t) for t in classes)
+        raise ProtocolError(f"bad {kind}: unknown {kind} type {tag!r} (expected one of: {expected})")
     try:
-        return _adapter(kind).validate_python(raw)
-    except ValidationError as exc:
-        raise _explain(kind, exc, raw) from None
+        return decode(cls, raw, (tag,))
+    except DecodeError as exc:
+        raise ProtocolError(f"bad {kind}: {exc}") from None
 
 
 def decode_submission(data: str | bytes | dict[str, Any]) -> Any:
@@ -302,10 +310,10 @@ def decode_event(data: str | bytes | dict[str, Any]) -> Any:
     return _decode("event", data)
 
 
-def encode(message: Strict) -> str:
+def encode(message: Record) -> str:
     """One line of JSON for a Submission or Event (no trailing newline)."""
-    return message.model_dump_json(exclude_none=True, by_alias=True)
+    return to_json(message)
 
 
-def to_dict(message: Strict) -> dict[str, Any]:
-    return message.model_dump(mode="json", exclude_none=True, by_alias=True)
+def to_dict(message: Record) -> dict[str, Any]:
+    return to_plain(message, exclude_none=True)

@@ -16,6 +16,8 @@ Tier = Literal["cheap", "code", "think"]
 
 @dataclass(slots=True)
 class ToolSpec:
+    """A tool as the model sees it: name, description and JSON Schema of its input."""
+
     name: str
     description: str
     input_schema: dict[str, Any]
@@ -46,6 +48,8 @@ class ModelRequest:
 
 @dataclass(slots=True)
 class TextPart:
+    """Answer text as it streams."""
+
     text: str
     kind: Literal["text"] = "text"
 
@@ -64,6 +68,8 @@ class ThinkingPart:
 
 @dataclass(slots=True)
 class ToolUseStart:
+    """The model starts tool call ``index`` (its id and tool name)."""
+
     index: int
     id: str
     name: str
@@ -72,6 +78,8 @@ class ToolUseStart:
 
 @dataclass(slots=True)
 class ToolUseInputDelta:
+    """A piece of tool call ``index``'s input, as JSON text to concatenate."""
+
     index: int
     partial_json: str
     kind: Literal["tool_use_input"] = "tool_use_input"
@@ -79,12 +87,16 @@ class ToolUseInputDelta:
 
 @dataclass(slots=True)
 class ToolUseStop:
+    """Tool call ``index``'s input is complete."""
+
     index: int
     kind: Literal["tool_use_stop"] = "tool_use_stop"
 
 
 @dataclass(slots=True)
 class UsageDelta:
+    """Token counts the stream reports."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -97,6 +109,8 @@ ModelStop = Literal["end_turn", "tool_use", "max_tokens", "pause_turn", "refusal
 
 @dataclass(slots=True)
 class StopDelta:
+    """Why the model stopped."""
+
     reason: ModelStop
     kind: Literal["stop"] = "stop"
 

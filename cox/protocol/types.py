@@ -1,7 +1,8 @@
 """The vocabulary every part of cox shares: risks, decisions, modes, tool calls and results.
 
-These are plain pydantic models with ``extra="forbid"`` so a malformed message from a script or
-an editor is rejected with a message that names the field, instead of being half-understood.
+These are records (slotted dataclasses, see ``record.py``): decoding rejects unknown fields and
+wrong types with a message that names the field, so a malformed message from a script or an
+editor is refused instead of being half-understood.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from .record import Record, field, record
 
 _ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -24,14 +25,6 @@ def new_ulid() -> str:
         out.append(_ULID_ALPHABET[value & 31])
         value >>= 5
     return "".join(reversed(out))
-
-
-class Strict(BaseModel):
-    """Base of every protocol model: unknown fields are an error, values are validated."""
-
-    # defer_build: a model's validator is built on first use, so start-up pays only for the
-    # handful of messages a short run really sends.
-    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
 
 
 class Risk(StrEnum):
@@ -88,7 +81,8 @@ class ToolStatus(StrEnum):
     ABORTED = "aborted"
 
 
-class ToolCall(Strict):
+@record
+class ToolCall(Record):
     """One call the model asked for, with what the permission engine needs to judge it.
 
     ``subject`` is the confined path, the command line, the URL or ``mcp__server__tool``;
@@ -97,14 +91,15 @@ class ToolCall(Strict):
 
     id: str
     name: str
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, Any] = field(default_factory=dict)
     risk: Risk = Risk.EXEC
     subject: str = ""
     segments: list[str] | None = None
     opaque: bool = False
 
 
-class ToolResult(Strict):
+@record
+class ToolResult(Record):
     """What a tool call produced. ``visible`` is what the model reads (capped); the full output
     lives in the archive under ``archive_id`` when it was too big to show whole."""
 
@@ -114,7 +109,7 @@ class ToolResult(Strict):
     total_bytes: int | None = None
     exit_code: int | None = None
     images: list[dict[str, Any]] | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -133,7 +128,8 @@ class ToolResult(Strict):
         return cls(status=ToolStatus.ABORTED, visible=why)
 
 
-class Usage(Strict):
+@record
+class Usage(Record):
     """Tokens and cost of one model request (or a sum of them)."""
 
     model: str = ""

@@ -77,6 +77,10 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # cox's threads (provider stream, session, surface) hand each delta along; with CPython's
+    # default 5 ms GIL switch interval a thread woken by a message waits up to 5 ms per hop while
+    # the stream thread parses a large chunk. 1 ms keeps the first delta on stdout within a few ms.
+    sys.setswitchinterval(0.001)
     args = _parser(argv).parse_args(argv)
     if args.version:
         from cox import __version__

@@ -117,33 +117,39 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed)
 
 
-def session_tools(app: Any, prep: Prepared) -> dict[str, Any]:
+def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dict[str, Any]:
     """The built-in tools, plus those of the configured MCP servers (started under the app's
-    ``mcp`` supervisor; a server that fails is a warning and an absence). The MCP SDK is
-    imported only when a server is configured, so plain runs do not pay for it."""
+    ``mcp`` supervisor; a server that fails is a warning and an absence) and the two resource
+    tools (``list_mcp_resources``, ``read_mcp_resource``). The MCP SDK is imported only when a
+    server is configured, so plain runs do not pay for it. ``interactive``: a person can answer
+    a server's elicitation (TUI, --plain), so the client declares it; ``cox run -p`` does not."""
     tools = _tools()
     from cox.actors.mcp.config import load_servers
 
     servers = load_servers(prep.config.mcp, prep.cwd)
     if not servers:
         return tools
-    from cox.actors.mcp import start_mcp
+    from cox.actors.mcp import resource_tools, start_mcp
     from cox.policy.sandbox import SandboxPolicy
 
     s = prep.settings
     sandbox = SandboxPolicy(s.sandbox_mode, tuple([*s.roots, *s.writable_roots]), True)
     manager = start_mcp(app.root, servers, timeout_s=prep.config.mcp.timeout_s,
                         startup_timeout_s=prep.config.mcp.startup_timeout_s, cwd=prep.cwd, sandbox=sandbox,
-                        log_dir=prep.layout.logs)
+                        log_dir=prep.layout.logs, elicitation=interactive)
     manager.wait_settled()
+    if interactive and sys.stdin.isatty() and sys.stderr.isatty():  # a person who can use a browser
+        from .mcp_login import login_at_start
+
+        login_at_start(manager)
     for row in manager.state():
         if str(row.get("status", "")).startswith("failed"):
             print(f"cox: warning: mcp server {row['name']} {row['status']}", file=sys.stderr)
-    for server, tools in manager.pending().items():
-        print(f"cox: warning: {len(tools)} tool(s) of mcp server '{server}' are pending trust; run: "
+    for server, waiting in manager.pending().items():
+        print(f"cox: warning: {len(waiting)} tool(s) of mcp server '{server}' are pending trust; run: "
               f"cox mcp trust {server}", file=sys.stderr)
     s.mcp_servers = manager.state()
-    return {**tools, **manager.tools()}
+    return {**tools, **resource_tools(manager), **manager.tools()}
 
 
 def cmd_run(args: Any) -> int:
@@ -180,8 +186,8 @@ def cmd_interactive(args: Any) -> int:
         return fail(str(exc), exc.code)
     app = App(prep.home)
     try:
-        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine,
-                                  prep.resumed)
+        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep, interactive=True),
+                                  prep.engine, prep.resumed)
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):

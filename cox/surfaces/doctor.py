@@ -45,9 +45,10 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
         rows.append(("warn", "model keys", "none set: set ANTHROPIC_API_KEY or OPENAI_API_KEY (cox demo runs without)"))
     if config is not None:
         from cox.actors.provider.catalog import lookup
+        from cox.protocol.record import to_plain
 
         model = config.core.model
-        overrides = {k: v.model_dump() for k, v in config.models.items()}
+        overrides = {k: to_plain(v) for k, v in config.models.items()}
         info = lookup(model, overrides)
         if info is None or not info.priced:
             rows.append(("warn", "model price", f"{model} has no price in the catalog: its cost shows as $0"))
@@ -91,9 +92,26 @@ def _mcp_rows(config: Any, cwd: Path, home: Path) -> list[tuple[str, str, str]]:
             count = sum(1 for t in tools if t.startswith(f"mcp__{row['name']}__"))
             ok = status == "ready"
             rows.append(("ok" if ok else "warn", f"mcp {row['name']}", f"{status}" + (f", {count} tools" if ok else "")))
-        return rows
+        return rows + _mcp_auth_rows(servers, home, {r["name"]: str(r.get("status", "")) for r in manager.state()})
     finally:
         app.close()
+
+
+def _mcp_auth_rows(servers: dict[str, Any], home: Path, states: dict[str, str]) -> list[tuple[str, str, str]]:
+    """One ``mcp auth <name>`` row per HTTP server: ``ok (expires in 3h)``, ``expired`` or ``none``
+    (read after the servers were started above, so a token that could be refreshed was)."""
+    from cox.actors.mcp.auth import login_hint
+    from cox.actors.mcp.tokens import TokenStore, auth_status
+
+    store = TokenStore(home)
+    rows = []
+    for name, spec in servers.items():
+        if not spec.url:
+            continue
+        text = auth_status(store.load(name, spec.url))
+        wanted = login_hint(name) in states.get(name, "")
+        rows.append(("warn" if wanted or text == "expired" else "ok", f"mcp auth {name}", text))
+    return rows
 
 
 def run(args: Any) -> int:

@@ -9,6 +9,8 @@ from then on the model sees them as the server describes them. ``mcp trust`` wit
 every configured server the same way and prints each tool still pending or changed, one per line
 (``<server>\\t<pending|changed>\\t<tool>``). Exit codes: 0 ok, 1 a server could not be reached,
 2 bad usage (such as an unknown server).
+
+``mcp login <server>`` / ``mcp logout <server>``: OAuth for HTTP servers (``mcp_login.py``).
 """
 
 from __future__ import annotations
@@ -23,13 +25,20 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``mcp list``, ``mcp trust [server]`` and ``mcp serve [--cwd DIR]`` on the CLI's subparsers."""
-    parser: argparse.ArgumentParser = subparsers.add_parser("mcp", help="MCP servers: list, trust, serve")
+    """Register ``mcp list``, ``mcp trust [server]``, ``mcp login|logout <server>`` and
+    ``mcp serve [--cwd DIR]`` on the CLI's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser("mcp", help="MCP servers: list, trust, login, serve")
     sub = parser.add_subparsers(dest="mcp_command", required=True)
     sub.add_parser("list", help="the configured MCP servers and their origin (user, claude, project)")
     trust = sub.add_parser("trust", help="accept a server's current tool definitions; "
                                          "with no server, list the pending and changed tools")
     trust.add_argument("server", nargs="?")
+    login = sub.add_parser("login", help="log in to an HTTP server that asks for OAuth (opens the browser)")
+    login.add_argument("server")
+    login.add_argument("--timeout", type=float, default=None, metavar="S",
+                       help="how long to wait for the browser to come back (default 300)")
+    logout = sub.add_parser("logout", help="forget the OAuth token of a server")
+    logout.add_argument("server")
     from .mcp_serve import add_arguments
 
     add_arguments(sub.add_parser("serve", help="serve cox's built-in tools over MCP stdio, confined to the "
@@ -50,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
     servers = load_servers(config.mcp, cwd)
     if args.mcp_command == "trust":
         return _trust(config, servers, cwd, getattr(args, "server", None))
+    if args.mcp_command in ("login", "logout"):
+        from .mcp_login import login, logout
+
+        return login(servers, args) if args.mcp_command == "login" else logout(servers, args)
     if not servers:
         print("no mcp servers configured")
         return 0

@@ -25,6 +25,7 @@ import argparse
 import logging
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +126,7 @@ class ToolServer:
         shown = cap(result.visible, "unavailable", head=int(self.limits["head"]), tail=int(self.limits["tail"]),
                     max_bytes=max_bytes)
         note = "\n[cox mcp serve keeps no archive: narrow the command or read the file in parts]"
-        return result.model_copy(update={"visible": shown + note,
-                                          "total_bytes": len(result.visible.encode("utf-8", "replace"))})
+        return replace(result, visible=shown + note, total_bytes=len(result.visible.encode("utf-8", "replace")))
 
 
 def to_mcp(result: Any) -> Any:

@@ -14,8 +14,9 @@ from typing import IO, Any
 
 from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
-from cox.protocol.types import Decision, PermissionMode
+from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
+from .questions import shape
 from .runtime import SessionHandle
 from .transcript import Transcript
 
@@ -45,6 +46,30 @@ def _answer(call: Any, reason: str, ask: Any, out: IO[str]) -> m.Approve:
             out.write("  that is not a JSON object; try again\n")
 
 
+def _question(event: Any, ask: Any, out: IO[str]) -> m.Answer:
+    """One question (an MCP server's form field, review step or URL): ``question from
+    mcp:<server>:``, the prompt, the choices; an empty line cancels the whole request (or keeps
+    the last answer in an edit round), ``-`` is an empty answer (the default, or skip)."""
+    q = shape(event)
+    out.write(f"\n  question from {q.source}:\n")
+    for line in q.prompt.splitlines() or [""]:
+        out.write(f"    {line}\n")
+    if q.options:
+        out.write("    " + "   ".join(f"{i}) {label}" for i, (_, label) in enumerate(q.options, 1)) + "\n")
+    how = {"choice": "a number or a name", "multi": "numbers or names, separated by commas"}.get(q.kind, "")
+    empty = "an empty line keeps the last answer" if q.keep else "an empty line cancels"
+    hint = " · ".join(x for x in (how, empty, "" if q.step in ("review", "url") else "- for an empty answer") if x)
+    line = ask(f"  ({hint}) › ").strip()
+    if not line:
+        return m.Answer(question_id=event.question_id, answer="") if q.keep else \
+            m.Answer(question_id=event.question_id, declined=True)
+    if line == "-":
+        return m.Answer(question_id=event.question_id, answer="")
+    if q.kind == "choice" and line.isdigit() and 1 <= int(line) <= len(q.options):
+        return m.Answer(question_id=event.question_id, answer=q.options[int(line) - 1][0])
+    return m.Answer(question_id=event.question_id, answer=line)
+
+
 def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, think_price: str = "") -> bool | None:
     """Run a slash command. False to quit, True when handled, None when not a command."""
     if not line.startswith("/"):
@@ -71,7 +96,9 @@ def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, th
         if not parts or not parts[0].isdigit():
             out.write("  /rewind N [code|conversation|both]\n")
         else:
-            what = parts[1] if len(parts) > 1 and parts[1] in ("code", "conversation", "both") else "both"
+            what: RewindWhat = "both"
+            if len(parts) > 1 and parts[1] in ("code", "conversation", "both"):
+                what = parts[1]  # type: ignore[assignment]
             handle.submit(m.Rewind(to_turn=int(parts[0]), what=what))
     elif word == "compact":
         handle.submit(m.Compact(focus=rest or None))
@@ -153,6 +180,11 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     handle.submit(_answer(event.call, event.reason, ask, out))
                 except EOFError:
                     handle.interrupt()
+            elif event.type == "question":
+                try:
+                    handle.submit(_question(event, ask, out))
+                except EOFError:
+                    handle.submit(m.Answer(question_id=event.question_id, declined=True))
             elif event.type == "turn_done":
                 in_turn = False
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cox.actors.session.actor import SessionSettings
+from cox.protocol.record import to_plain
 from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode, new_ulid
 
 
@@ -121,7 +122,7 @@ def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, mode
         home=home or Path.home(),
         writable_roots=[Path(p).expanduser() for p in config.sandbox.writable_roots],
         network=bool(config.sandbox.network),
-        model_overrides={k: v.model_dump() if hasattr(v, "model_dump") else dict(v) for k, v in config.models.items()},
+        model_overrides={k: to_plain(v) for k, v in config.models.items()},
         monthly_budget_usd=config.budget.monthly_usd,
         compact_at=config.context.compact_at,
         keep_turns=config.context.keep_turns,

@@ -5,12 +5,15 @@ The server comes from npm (``package.json`` / ``package-lock.json`` at the repos
 stdio mode, started by cox's own supervisor and actor. The tests skip, saying why, when node or
 ``node_modules`` is missing.
 
-cox's client exposes tools only (no ``resources/list`` or ``resources/read``), so resources are
-checked where cox meets them: embedded resources and resource links inside tool results.
+Resources are checked where cox meets them: embedded resources and resource links inside tool
+results, and the two resource tools (``list_mcp_resources``, ``read_mcp_resource``) listing and
+reading the server's text and blob resources. Elicitation runs through a real session: the
+server registers its elicitation tools only for a client that declares the capability.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -118,3 +121,96 @@ def test_structured_content_and_a_tool_error(mcp: McpManager) -> None:
     again = run(mcp, "echo", message="still here")
     assert again.ok and "still here" in again.visible
     mcp.stop()
+
+
+# ---------------------------------------------------------------- resources and elicitation
+
+
+def resource_call(mcp: McpManager, tool: str, **inp: object):
+    from cox.actors.mcp import resource_tools
+
+    env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope(), extra={"archive": lambda d: "X"})
+    return resource_tools(mcp)[tool].call(ToolCall(id="r", name=tool, input=dict(inp)), env)
+
+
+def test_resources_list_and_read_text_and_blob(mcp: McpManager) -> None:
+    listed = resource_call(mcp, "list_mcp_resources")
+    assert listed.ok, listed.visible
+    assert "demo://resource/static/document/architecture.md" in listed.visible, listed.visible
+    assert "template demo://resource/dynamic/text/{resourceId}" in listed.visible, listed.visible
+    doc = resource_call(mcp, "read_mcp_resource", server="everything",
+                        uri="demo://resource/static/document/architecture.md")
+    assert doc.ok and len(doc.visible) > 200, doc.visible
+    text = resource_call(mcp, "read_mcp_resource", server="everything", uri="demo://resource/dynamic/text/3")
+    assert text.ok and text.visible.startswith("Resource 3: This is a plaintext resource"), text.visible
+    blob = resource_call(mcp, "read_mcp_resource", server="everything", uri="demo://resource/dynamic/blob/4")
+    assert blob.ok and "blob, decoded as UTF-8:\nResource 4: This is a base64 blob" in blob.visible, blob.visible
+    mcp.stop()
+
+
+def test_elicitation_tools_exist_only_when_the_client_declares_it(mcp: McpManager, root: SupervisorHandle,
+                                                                  tmp_path: Path) -> None:
+    assert "mcp__everything__trigger-elicitation-request" not in mcp.tools()
+    mcp.stop()
+    asking = start_mcp(root, {"everything": everything()}, timeout_s=30.0, startup_timeout_s=30.0, cwd=tmp_path,
+                       backoff=FAST, elicitation=True)
+    asking.wait_settled(40)
+    assert {"mcp__everything__trigger-elicitation-request",
+            "mcp__everything__trigger-url-elicitation"} <= set(asking.tools())
+    asking.stop()
+
+
+def test_elicitation_form_and_url_through_a_session(tmp_path: Path, cox_home: Path) -> None:
+    from cox.actors.mcp import resource_tools
+    from cox.actors.tools.registry import builtin_tools
+    from cox.protocol import messages as m
+    from cox.protocol.types import PermissionMode
+    from cox.surfaces.runtime import App
+    from tests.harness import run_session
+
+    app = App(cox_home)
+    try:
+        manager = start_mcp(app.root, {"everything": everything()}, timeout_s=30.0, startup_timeout_s=30.0,
+                            cwd=tmp_path, backoff=FAST, elicitation=True)
+        manager.wait_settled(40)
+        tools = {**builtin_tools(), **resource_tools(manager), **manager.tools()}
+        typed = {"name": "Ada Lovelace", "check": "y", "firstLine": "", "email": "ada@example.com",
+                 "homepage": "https://ada.example", "birthdate": "1815-12-10", "integer": "", "number": "2.5",
+                 "untitledSingleSelectEnum": "Joey", "untitledMultipleSelectEnum": "Piano, Drums",
+                 "titledSingleSelectEnum": "Wonder Woman", "titledMultipleSelectEnum": "1,3",
+                 "legacyTitledEnum": "Dogs"}
+        opened: list[str] = []
+
+        def react(event: object, handle: object, run: object) -> None:
+            if getattr(event, "type", "") != "question":
+                return
+            props = event.schema_["properties"]  # type: ignore[attr-defined]
+            field = next(iter(props))
+            if field == "action":
+                answer = "send" if event.url is None else "open"  # type: ignore[attr-defined]
+            else:
+                answer = typed[field]
+            handle.submit(m.Answer(question_id=event.question_id, answer=answer))  # type: ignore[attr-defined]
+
+        replies = [{"tool_calls": [{"id": "e1", "name": "mcp__everything__trigger-elicitation-request",
+                                    "input": {}}]},
+                   {"tool_calls": [{"id": "u1", "name": "mcp__everything__trigger-url-elicitation",
+                                    "input": {"url": "https://example.com/auth", "message": "Authorise"}}]},
+                   {"text": "done"}]
+        run = run_session(tmp_path, cox_home, replies, "ask me", tools=tools, app=app, timeout=60,
+                          mode=PermissionMode.BYPASS, react=react, open_url=lambda url: opened.append(url))
+        questions = run.of("question")
+        assert len(questions) == len(typed) + 2, [q.prompt for q in questions]
+        form, url = run.of("tool_call_done")
+        assert "User provided the requested information" in form.result.visible, form.result.visible
+        raw = json.loads(form.result.visible.split("Raw result:", 1)[1])
+        assert raw["content"] == {
+            "name": "Ada Lovelace", "check": True, "firstLine": "It was a dark and stormy night.",
+            "email": "ada@example.com", "homepage": "https://ada.example", "birthdate": "1815-12-10",
+            "integer": 42, "number": 2.5, "untitledSingleSelectEnum": "Joey",
+            "untitledMultipleSelectEnum": ["Piano", "Drums"], "titledSingleSelectEnum": "hero-3",
+            "titledMultipleSelectEnum": ["fish-1", "fish-3"], "legacyTitledEnum": "pet-2"}
+        assert "User completed the URL elicitation flow" in url.result.visible, url.result.visible
+        assert questions[-1].url == "https://example.com/auth" and opened == ["https://example.com/auth"]
+    finally:
+        app.close()

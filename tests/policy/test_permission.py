@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cox.policy.defaults import DEFAULT_DENY
@@ -225,18 +227,18 @@ def test_engine_mode_is_the_default_when_decide_gets_none() -> None:
 
 
 def test_bash_risk_is_the_stricter_of_call_and_classifier() -> None:
-    c = bash("rm -rf x").model_copy(update={"risk": Risk.READ_ONLY})
+    c = replace(bash("rm -rf x"), risk=Risk.READ_ONLY)
     assert kind(engine(), c) == "ask"
     assert kind(engine(), c, mode=PLAN) == "deny"
 
 
 def test_a_call_marked_opaque_by_the_tool_stays_opaque() -> None:
-    c = bash("npm test").model_copy(update={"opaque": True})
+    c = replace(bash("npm test"), opaque=True)
     assert kind(engine(allow=["Bash(npm test:*)"]), c) == "ask"
 
 
 def test_extra_segments_from_the_tool_are_seen_by_deny() -> None:
-    c = bash("./run.sh").model_copy(update={"segments": ["./run.sh", "rm -rf x"]})
+    c = replace(bash("./run.sh"), segments=["./run.sh", "rm -rf x"])
     assert kind(engine(deny=["Bash(rm:*)"]), c) == "deny"
 
 

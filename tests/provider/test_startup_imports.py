@@ -1,6 +1,6 @@
 """Import discipline on the path to the first request: ``cox run -p`` against a model API must not
-import a provider SDK, httpx, the MCP SDK, urwid or tree-sitter when nothing asks for them (each
-costs 50 ms to 1 s at launch). Read from ``python -X importtime`` of a real run."""
+import a provider SDK, httpx, the MCP SDK, pydantic, urwid or tree-sitter when nothing asks for them
+(each costs 50 ms to 1 s at launch). Read from ``python -X importtime`` of a real run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 from tests.provider.loopback import Loopback, Reply
 from tests.provider.test_anthropic_session import message
 
-HEAVY = ("anthropic", "openai", "httpx", "mcp", "mcp_types", "urwid", "tree_sitter", "tree_sitter_bash", "pygments")
+HEAVY = ("anthropic", "openai", "httpx", "mcp", "mcp_types", "urwid", "tree_sitter", "tree_sitter_bash", "pygments",
+         "keyring", "pydantic", "pydantic_core")
 
 
 def test_a_headless_run_imports_nothing_heavy(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ class Boom:
     def describe(self, call, env):
         from cox.protocol.types import Risk
 
-        return call.model_copy(update={"risk": Risk.READ_ONLY, "subject": "boom"})
+        return replace(call, risk=Risk.READ_ONLY, subject="boom")
 
     def call(self, call, env):
         raise RuntimeError("kaboom")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from cox.actors.store.rollout import read_rollout
@@ -32,7 +33,7 @@ class Timed:
 
     def describe(self, call, env):
         risk = Risk.READ_ONLY if self.parallel else Risk.WRITE
-        return call.model_copy(update={"risk": risk, "subject": self.name})
+        return replace(call, risk=risk, subject=self.name)
 
     def call(self, call, env):
         start = time.monotonic()

@@ -71,7 +71,8 @@ def test_status_from_usage_and_mode_notices() -> None:
 def test_markdown_markup() -> None:
     out = markdown.render("# Title\n\n- item **bold**\n```py\nx = 1\n```\nuse `f()`")
     assert ("md_h", "Title") in out and ("md_bold", "bold") in out
-    assert ("md_code", "x = 1") in out and ("md_code", "f()") in out
+    assert ("syn_number", "1") in out and ("md_code", "f()") in out  # a named language is coloured
+    assert ("md_code", "x = 1") in markdown.render("```\nx = 1\n```")  # no language: plain code
     assert ("assistant", "• ") in out
     # an unclosed fence (mid-stream) renders the rest as code
     assert ("md_code", "half") in markdown.render("```\nhalf")
@@ -315,7 +316,8 @@ def test_light_palette_and_no_color(monkeypatch: Any) -> None:
     dark = {e[0]: e for e in palette()}
     light = {e[0]: e for e in palette("light")}
     mono = palette("light", no_color=True)
-    assert dark == {e[0]: e for e in PALETTE} and light.keys() == dark.keys()
+    assert {k: v for k, v in dark.items() if not k.startswith("syn_")} == {e[0]: e for e in PALETTE}
+    assert light.keys() == dark.keys()
     assert light["user"][1] != dark["user"][1] and light["status"][1:3] == ("white", "dark blue")
     assert all(fg == "default" and bg == "default" for _, fg, bg, _ in mono)
     monkeypatch.setenv("COX_THEME", "light")
@@ -440,3 +442,340 @@ def test_tab_completion_uses_git_ls_files_in_a_repository(tmp_path: Any) -> None
     (tmp_path / "main.py").write_text("x")
     ui = TUI(FakeHandle(), status={"cwd": str(tmp_path)})
     assert ui.workspace_files() == [".gitignore", "main.py"]
+
+
+# ---------------------------------------------------------------- syntax colours
+
+def test_fenced_code_with_a_language_is_coloured_by_token() -> None:
+    out = markdown.render('```python\ndef f(x):\n    return "s"  # note\n```')
+    assert ("syn_keyword", "def") in out and ("syn_function", "f") in out
+    assert ("syn_string", '"s"') in out and ("syn_comment", "# note") in out
+    assert out.count(("md_fence", "│ ")) == 2  # the gutter on each code line, as before
+    diff = markdown.render("```diff\n+added\n-removed\n```")
+    assert ("diff_add", "+added") in diff and ("diff_del", "-removed") in diff
+    # an unknown language and a bare fence stay plain code
+    assert ("md_code", "x = 1") in markdown.render("```nosuchlanguage\nx = 1\n```")
+    assert markdown._lexer("nosuchlanguage") is None and "nosuchlanguage" in markdown._LEXERS
+
+
+def test_pygments_is_imported_only_for_a_fenced_block_with_a_language() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom cox.surfaces.tui import markdown as md\n"
+            "md.render('# h\\n- **b**\\n```\\nplain\\n```')\nassert 'pygments' not in sys.modules\n"
+            "md.render('```py\\nx = 1\\n```')\nassert 'pygments' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_string_across_a_chunk_cut_keeps_its_colour() -> None:
+    first, state = markdown.render_state('```python\ns = """one\ntwo')
+    assert isinstance(state, markdown.Fence) and state.lang == "python" and "two" in state.context
+    second, state = markdown.render_state('three"""\nx = 1\n```', state)
+    assert ("syn_string", 'three"""') in second and ("syn_number", "1") in second and state is None
+    # without the carried lines the lexer would have started afresh
+    assert ("syn_string", 'three"""') not in markdown.render_state('three"""', markdown.Fence("python"))[0]
+
+
+def test_a_streaming_block_lexes_its_complete_lines_once() -> None:
+    body = "```python\n" + "".join(f"v{i} = {i}\n" for i in range(20))
+    markdown._highlight.cache_clear()
+    markdown.render(body + "par")
+    misses = markdown._highlight.cache_info().misses
+    for tail in ("part", "partial", "partial_name"):  # frames where only the last line grows
+        out = markdown.render(body + tail)
+    assert markdown._highlight.cache_info().misses == misses  # no re-lex of the 20 lines
+    assert ("syn_text", "partial_name") in out and ("syn_number", "19") in out
+
+
+def test_a_long_code_block_streamed_into_chunks_is_coloured_throughout() -> None:
+    import urwid
+
+    from cox.surfaces.tui.app import CHUNK_LINES, View
+    from cox.surfaces.tui.model import Block
+
+    walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
+    view = View(pad=False)
+    block = Block(kind="assistant")
+    view.attach(block, walker)
+    lines = ["```python"] + [f"n{i} = {i}  # c" for i in range(CHUNK_LINES * 2 + 3)] + ["```", "done"]
+    for line in lines:
+        block.text += line + "\n"
+        block.touch()
+        view.update(block, walker)
+    assert len(walker) == 3
+    for w in walker:
+        attrs = {a for a, _ in w.get_text()[1]}  # (attr, run length) pairs
+        assert "syn_comment" in attrs or w is view.live
+
+
+def test_syntax_palette_for_16_256_and_truecolor_themes_and_no_color() -> None:
+    import urwid
+
+    from cox.surfaces.tui.app import SYNTAX_COLOURS, palette
+
+    dark = {e[0]: e for e in palette()}
+    light = {e[0]: e for e in palette("light")}
+    assert set(SYNTAX_COLOURS) <= dark.keys() and set(SYNTAX_COLOURS) <= light.keys()
+    assert dark["syn_keyword"][1] == "light magenta" and dark["syn_keyword"][4] == "#c678dd"
+    assert light["syn_keyword"][1] == "dark magenta" and light["syn_keyword"][4] != dark["syn_keyword"][4]
+    mono = {e[0]: e for e in palette(no_color=True)}
+    assert all(mono[n][1:3] == ("default", "default") and len(mono[n]) == 4 for n in SYNTAX_COLOURS)
+    for colors in (16, 256, 2**24):  # each entry resolves on each kind of terminal
+        for _name, fg, bg, _mono, fg_high, bg_high in (dark[n] for n in SYNTAX_COLOURS):
+            urwid.AttrSpec(fg_high if colors > 16 else fg, bg_high if colors > 16 else bg, colors)
+
+
+# ---------------------------------------------------------------- thinking panels
+
+def _thinking_ui() -> Any:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle())
+    for thought, reply in (("first idea\nmore of it", "One."), ("second idea", "Two.")):
+        ui.model.apply(m.ThinkingDelta(text=thought))
+        ui.model.apply(m.TextDelta(text=reply))
+    ui.model.apply(m.TurnDone(turn=1, stop=StopReason.END_TURN))
+    ui.refresh()
+    return ui
+
+
+def _thinking_texts(ui: Any) -> list[str]:
+    return [ui._views[i].live.text for i, b in enumerate(ui.model.blocks) if b.kind == "thinking"]
+
+
+def test_thinking_is_a_folded_dimmed_panel_while_done_and_shows_its_tail_while_live() -> None:
+    from cox.surfaces.tui.app import render_thinking
+    from cox.surfaces.tui.model import Block
+
+    live = Block(kind="thinking", text="a\nb\nc\nd\ne", live=True)
+    markup = render_thinking(live)
+    text = "".join(t for _, t in markup)
+    assert text.startswith("▸ ✻ thinking · 5 lines") and "┆ … 2 earlier" in text and text.endswith("┆ e")
+    assert {a for a, _ in markup} <= {"thinking_head", "thinking"}
+    done = Block(kind="thinking", text="a\nb\nc\nd\ne")
+    assert render_thinking(done) == [("thinking_head", "▸ ✻ thinking · 5 lines · a…")]
+    done.unfolded = True
+    assert "".join(t for _, t in render_thinking(done)) == "▾ ✻ thinking · 5 lines" + "".join(
+        f"\n  ┆ {x}" for x in "abcde")
+    assert render_thinking(Block(kind="thinking", text="one"), selected=True)[0][0] == "thinking_sel"
+
+
+def test_ctrl_t_unfolds_the_newest_thinking_block_on_its_own() -> None:
+    ui = _thinking_ui()
+    first, second = _thinking_texts(ui)
+    assert first.startswith("▸") and "more of it" not in first and second.startswith("▸")
+    ui.global_key((80, 24), "ctrl t")
+    first, second = _thinking_texts(ui)
+    assert first.startswith("▸") and second.startswith("▾") and "┆ second idea" in second
+    ui.global_key((80, 24), "ctrl t")
+    assert all(t.startswith("▸") for t in _thinking_texts(ui))
+
+
+def test_alt_up_picks_an_older_thinking_block_for_ctrl_t() -> None:
+    ui = _thinking_ui()
+    ui.global_key((80, 24), "meta up")  # the newest
+    ui.global_key((80, 24), "meta up")  # the older one
+    older = next(b for b in ui.model.blocks if b.kind == "thinking")
+    assert ui.selected is older and not ui.follow
+    ui.global_key((80, 24), "ctrl t")
+    first, second = _thinking_texts(ui)
+    assert first.startswith("▾") and "┆ more of it" in first and second.startswith("▸")
+    assert ui._views[ui.model.blocks.index(older)].live.get_text()[1][0][0] == "thinking_sel"
+    ui.global_key((80, 24), "meta down")
+    ui.global_key((80, 24), "meta down")  # past the newest: no pick, follow the end again
+    assert ui.selected is None and ui.follow
+    ui.global_key((80, 24), "ctrl o")  # Ctrl+O still unfolds everything
+    assert all(t.startswith("▾") for t in _thinking_texts(ui))
+
+
+# ---------------------------------------------------------------- status line
+
+def _status(ui: Any) -> str:
+    return "".join(t for _, t in ui.status_markup())
+
+
+def test_status_line_names_the_running_tools() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle())
+    ui.model.apply(m.ToolCallRequested(call=_call("a", "bash")))
+    assert " · ● bash" in _status(ui)
+    for cid, name in (("b", "grep"), ("c", "read"), ("d", "glob")):
+        ui.model.apply(m.ToolCallRequested(call=_call(cid, name)))
+    assert " · ● 4 tools: bash, grep, read +1" in _status(ui)
+    ui.model.apply(m.ToolCallDone(call_id="a", result=ToolResult(visible="ok")))
+    assert ui.model.status.running == ["grep", "read", "glob"] and ui.model.status.running_tools == 3
+    ui.model.apply(m.TurnDone(turn=1, stop=StopReason.INTERRUPTED))
+    assert "●" not in _status(ui) and "agent" not in _status(ui)
+    ui.model.status.subagents = ["explore"]  # the seam a later issue fills
+    assert " · ⑂ explore" in _status(ui)
+
+
+def _git(cwd: Any, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-C", str(cwd), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+                   check=True, capture_output=True)
+
+
+def test_worktree_probe_branch_changes_and_linked_worktree(tmp_path: Any) -> None:
+    import shutil
+
+    import pytest
+
+    from cox.surfaces.tui.worktree import probe
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    assert probe(str(tmp_path)) is None  # not a repository: no segment
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("one\ntwo\n")
+    assert probe(str(repo)).segment() == "⎇ main +2 −0"  # no commit yet: the untracked file counts
+    _git(repo, "add", "a.txt")
+    _git(repo, "commit", "-qm", "first")
+    assert probe(str(repo)).segment() == "⎇ main"
+    (repo / "a.txt").write_text("one\nthree\nfour\n")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "new.py").write_text("x = 1\n")
+    (repo / "bin").write_bytes(b"\0\1")  # binary: not counted
+    state = probe(str(repo / "sub"))
+    assert (state.branch, state.added, state.removed, state.worktree) == ("main", 3, 1, "")
+    _git(repo, "worktree", "add", "-q", "-b", "t42", str(tmp_path / "t42"))
+    assert probe(str(tmp_path / "t42")).segment() == "⎇ t42 · ⧉ t42"
+    _git(repo, "checkout", "-q", "--detach")
+    assert probe(str(repo)).branch != "main"
+
+
+def test_status_line_shows_the_worktree_probed_off_the_ui_thread(tmp_path: Any) -> None:
+    import shutil
+    import time
+
+    import pytest
+
+    from cox.surfaces.tui.app import TUI
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _git(tmp_path, "init", "-q", "-b", "trunk")
+    (tmp_path / "f").write_text("x\n")
+    ui = TUI(FakeHandle(), status={"cwd": str(tmp_path)})
+    ui.loop = FakeLoop()  # type: ignore[assignment]
+    main = threading.get_ident()
+    seen: list[int] = []
+    from cox.surfaces.tui import worktree
+
+    real = worktree.probe
+
+    def probe(cwd: str) -> Any:
+        seen.append(threading.get_ident())
+        return real(cwd)
+
+    worktree.probe = probe  # type: ignore[assignment]
+    try:
+        ui.on_event(m.TurnDone(turn=1, stop=StopReason.END_TURN))  # a turn ended: probe again
+        for _ in range(200):
+            if ui.model.status.git is not None:
+                break
+            time.sleep(0.02)
+    finally:
+        worktree.probe = real  # type: ignore[assignment]
+    assert seen and main not in seen
+    assert "⎇ trunk +1 −0" in _status(ui) and _status(ui).endswith(tmp_path.name)
+
+
+def test_no_git_segment_outside_a_repository(tmp_path: Any) -> None:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle(), status={"cwd": str(tmp_path)})
+    ui.loop = FakeLoop()  # type: ignore[assignment]
+    ui._probe_git()
+    assert ui.model.status.git is None and "⎇" not in _status(ui)
+
+
+# ---------------------------------------------------------------- replay after a rewind
+
+def _turn(n: int, said: str, answer: str) -> list[dict[str, Any]]:
+    return [{"type": "turn_started", "turn": n},
+            {"type": "user_message", "turn": n, "text": said},
+            {"type": "assistant_message", "turn": n, "content": [{"type": "text", "text": answer}]},
+            {"type": "tool_call_requested", "call": {"id": f"c{n}", "name": "bash", "input": {"command": said}}},
+            {"type": "tool_call_done", "call_id": f"c{n}", "result": {"visible": "ok"}},
+            {"type": "turn_done", "turn": n, "stop": "end_turn"}]
+
+
+def test_replay_hides_the_turns_a_rewind_took_back() -> None:
+    events = [*_turn(1, "one", "answer one"), *_turn(2, "two", "answer two"), *_turn(3, "three", "answer three"),
+              {"type": "rewound", "to_turn": 2, "what": "conversation"},
+              *_turn(4, "four", "answer four"),
+              {"type": "rewound", "to_turn": 4, "what": "code"},  # code only: the turn stays
+              *_turn(5, "five", "answer five"),
+              {"type": "rewound", "to_turn": 5, "what": "both"}]
+    model = Model()
+    model.replay(events)
+    text = model.plain()
+    for gone in ("two", "three", "five"):
+        assert f"you › {gone}" not in text and f"answer {gone}" not in text
+    for kept in ("one", "four"):
+        assert f"you › {kept}" in text and f"cox › answer {kept}" in text
+    assert "rewound to turn 2 (conversation)" in text and "rewound to turn 4 (code)" in text
+    assert text.index("answer one") < text.index("rewound to turn 2") < text.index("answer four")
+    assert set(model.tools) == {"c1", "c4"}  # the rewound turns' tool rows are gone too
+
+
+def test_replay_hides_a_refused_turn() -> None:
+    events = [*_turn(1, "fine", "sure"),
+              {"type": "turn_started", "turn": 2}, {"type": "user_message", "turn": 2, "text": "bad ask"},
+              {"type": "rewound", "to_turn": 2, "what": "conversation"},
+              {"type": "turn_done", "turn": 2, "stop": "error", "reason": "the model declined to answer"}]
+    model = Model()
+    model.replay(events)
+    text = model.plain()
+    assert "bad ask" not in text and "you › fine" in text and "declined" in text
+
+
+# ---------------------------------------------------------------- one frame, many deltas
+
+def test_a_frames_deltas_extend_the_block_once_and_each_is_sanitized() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    handle = FakeHandle()
+    ui = TUI(handle)
+    batch = [(m.TextDelta(text=t), "") for t in ("Hel", "lo\x1b[31m", " world")]
+    batch += [(m.ThinkingDelta(text="hm"), ""), (m.TextDelta(text="after"), "")]
+    batch += [(m.TextDelta(text=f"{i},"), "") for i in range(1000)]
+    ui._post(*batch)
+    ui.apply_pending()
+    kinds = [(b.kind, b.text[:11]) for b in ui.model.blocks]
+    assert kinds == [("assistant", "Hello world"), ("thinking", "hm"), ("assistant", "after0,1,2,")]
+    assert ui.model.blocks[2].version == 1 and ui.model.blocks[2].live  # 1,001 deltas, one change
+    assert ui.model.blocks[0].version == 2 and not ui.model.blocks[0].live  # one change, then closed
+    assert ui.frames == 1
+
+
+def test_the_reader_drains_the_queue_in_one_take() -> None:
+    from cox.surfaces.tui.app import _drain
+
+    q: queue.Queue[int] = queue.Queue()
+    for i in range(5):
+        q.put(i)
+    assert _drain(q) == [0, 1, 2, 3, 4] and q.empty() and _drain(q) == []
+
+
+def test_scan_ends_in_the_state_render_state_does() -> None:
+    texts = ["plain\n- item", "```py\na = 1", "```py\na = 1\n```\nafter", "x\n```\ncode\n```\n```sh\nls",
+             "\n".join(f"l{i}" for i in range(40)), "```python\n" + "\n".join(f"x{i} = {i}" for i in range(30))]
+    for start in (None, markdown.Fence("python", "s = '''\n")):
+        for text in texts:
+            assert markdown.scan(text, start) == markdown.render_state(text, start)[1], (text, start)
+
+
+def test_frozen_chunks_render_their_markup_only_when_drawn() -> None:
+    from cox.surfaces.tui.app import Chunk
+
+    chunk = Chunk("# Title\n```py\nx = 1", None)
+    assert chunk._source is not None  # nothing rendered yet
+    assert chunk.render((40,)).rows() == 3 and chunk._source is None
+    assert ("md_h", 5) in chunk.get_text()[1]

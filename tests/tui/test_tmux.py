@@ -4,6 +4,7 @@ modes and resize. Screens are compared as text."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -309,4 +310,91 @@ def test_light_theme_draws_its_palette(tui: Any) -> None:
     styled = t.tmux("capture-pane", "-p", "-e", "-t", t.name)
     status = next(line for line in styled.splitlines() if "scripted" in line)
     assert "44m" in status  # the light palette's status line: white on dark blue
+    t.quit()
+
+
+def test_fenced_code_is_drawn_in_syntax_colours(tui: Any) -> None:
+    code = '```python\ndef area(r):\n    return 3.14 * r * r  # circle\n```\nDone.'
+    t = tui([{"text": code, "chunk": 6, "delta_delay_ms": 5}])  # TERM=xterm-256color
+    t.wait("Shift+Tab mode")
+    t.send("show code")
+    t.wait("Done.")
+    styled = t.tmux("capture-pane", "-p", "-e", "-t", t.name)
+    line = next(x for x in styled.splitlines() if "area" in x)
+    # 256 colours: the palette's #rrggbb picks from the 256-colour cube (SGR 38;5;n), per token kind
+    kw, fn = line.split("def", 1)[0], line.split("area", 1)[0]
+    assert "38;5;" in kw.rsplit("│", 1)[-1] and "38;5;" in fn.rsplit("def", 1)[-1]
+    ret = next(x for x in styled.splitlines() if "circle" in x)
+    assert len(set(re.findall(r"38;5;\d+", ret))) >= 3  # keyword, number, comment differ
+    t.quit()
+
+
+def test_fenced_code_has_no_colours_under_no_color(tui: Any) -> None:
+    t = tui([{"text": '```python\ndef f():\n    return "s"\n```'}], env={"NO_COLOR": "1"})
+    t.wait("Shift+Tab mode")
+    t.send("code")
+    t.wait('return "s"')
+    styled = t.tmux("capture-pane", "-p", "-e", "-t", t.name)
+    assert "38;5;" not in styled and "38;2;" not in styled
+    t.quit()
+
+
+def test_ctrl_t_unfolds_a_thinking_block(tui: Any) -> None:
+    t = tui([{"thinking": "First, look around.\nThen check the tests.\nFinally answer.", "text": "Answer."}])
+    t.wait("Shift+Tab mode")
+    t.send("think")
+    screen = t.wait("Answer.")
+    t.wait(lambda s: "working" not in s)
+    screen = t.wait("▸ ✻ thinking · 3 lines · First, look around.…")
+    assert "Then check the tests." not in screen
+    t.keys("C-t")
+    screen = t.wait("▾ ✻ thinking · 3 lines")
+    assert "┆ Then check the tests." in screen and "┆ Finally answer." in screen
+    t.keys("C-t")
+    t.wait(lambda s: "Then check the tests." not in s and "▸ ✻ thinking" in s)
+    t.quit()
+
+
+def test_status_line_shows_running_tools_and_the_git_worktree(tui: Any) -> None:
+    import subprocess
+
+    t = tui([{"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": "sleep 1.5"}}]},
+             {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "new.txt", "content": "a\nb\n"}}]},
+             {"text": "Wrote it."}], mode="acceptEdits")
+    t.wait("Shift+Tab mode")
+    screen = t.wait("mode acceptEdits")
+    assert "⎇" not in screen  # not a repository yet: no segment
+    subprocess.run(["git", "init", "-q", "-b", "t42", str(t.ws)], check=True)
+    t.send("sleep")
+    screen = t.wait(lambda s: "· ● bash ·" in s)
+    if "[y] allow once" in screen:
+        t.keys("y")
+    t.wait(lambda s: "working" not in s)
+    t.wait("⎇ t42")  # probed again once the turn ended
+    t.send("write")
+    t.wait("Wrote it.")
+    t.wait("⎇ t42 +2 −0")
+    t.quit()
+
+
+def test_resume_does_not_replay_rewound_turns(tui: Any, cox_home: Path) -> None:
+    t = tui([{"text": "Answer one."}, {"text": "Answer two."}, {"text": "Answer three."}])
+    t.wait("Shift+Tab mode")
+    for word in ("one", "two"):
+        t.send(f"ask {word}")
+        t.wait(f"Answer {word}.")
+        t.wait(lambda s: "working" not in s)
+    t.send("/rewind 2 conversation")
+    t.wait("rewound to turn 2 (conversation)")
+    t.send("ask three")
+    t.wait("Answer three.")
+    t.wait(lambda s: "working" not in s)
+    t.quit()
+    t.close()
+    (sid,) = _session_ids(cox_home)
+    t = tui([{"text": "Fourth."}], extra=f"--resume {sid}")
+    screen = t.wait("resumed session")
+    assert "› ask one" in screen and "Answer one." in screen and "Answer three." in screen
+    assert "ask two" not in screen and "Answer two." not in screen
+    assert screen.index("Answer one.") < screen.index("rewound to turn 2") < screen.index("Answer three.")
     t.quit()

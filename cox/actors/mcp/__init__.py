@@ -23,7 +23,8 @@ from typing import Any
 # configured, and importing this package must not import the mcp SDK (about 0.3 s) for that.
 _WHERE = {"McpServerSpec": "config", "Origin": "config", "load_servers": "config",
           "McpServerActor": "server", "McpManager": "supervisor", "fetch_tools": "supervisor",
-          "start_mcp": "supervisor", "McpTool": "tool", "TrustState": "trust", "TrustStore": "trust"}
+          "start_mcp": "supervisor", "McpTool": "tool", "TrustState": "trust", "TrustStore": "trust",
+          "resource_tools": "resources"}
 
 __all__ = sorted(_WHERE)
 

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import anyio
 import mcp_types
@@ -45,6 +45,7 @@ from cox.protocol.interfaces import CancelToken
 from cox.supervisors import CoxActor
 
 from .config import McpServerSpec
+from .elicit import Ask, CoxClientSession, Elicitor
 
 __all__ = [
     "Connection",
@@ -64,6 +65,7 @@ ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "TERM", "TMPDIR", "USER")
 API keys or tokens of cox's leak into a third-party process."""
 
 _KILL_GRACE_S = 0.3
+T = TypeVar("T")
 
 
 def child_env(own: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -98,6 +100,12 @@ class ServerSettings:
     """The session's sandbox; ``None`` runs stdio servers unwrapped."""
     log_dir: Path | None = None
     """Where each stdio server's stderr goes (``mcp-<name>.log``); ``None`` discards it."""
+    elicitation: bool = False
+    """Declare elicitation (form and url): only where a person can answer (TUI, --plain);
+    otherwise a server that elicits anyway gets decline (``elicit.py``)."""
+    auth: Callable[[McpServerSpec], Any] | None = None
+    """How HTTP servers authenticate (``auth.py``): ``spec -> httpx2.Auth | None``; ``None`` means
+    the stored OAuth tokens, refreshed as needed, never a browser (``auth.SessionAuth``)."""
 
 
 @dataclass
@@ -242,6 +250,7 @@ class Connection:
         self._task: asyncio.Task[None] | None = None
         self._done = threading.Event()
         self._stderr: IO[bytes] | None = None
+        self.elicitor = Elicitor(spec.name)
 
     @property
     def dead(self) -> bool:
@@ -266,7 +275,8 @@ class Connection:
         try:
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport(closed))
-                session = await stack.enter_async_context(ClientSession(*streams))
+                session = await stack.enter_async_context(CoxClientSession(
+                    *streams, elicitor=self.elicitor if self.settings.elicitation else None))
                 with anyio.fail_after(self.settings.startup_timeout_s):
                     await session.initialize()
                     tools = await self._list_tools(session)
@@ -288,8 +298,8 @@ class Connection:
                 error = McpServerCrashed(f"did not start within {self.settings.startup_timeout_s:g}s")
             if not self.ready.done():
                 self.ready.set_exception(error)
-            if not self._stop.is_set():
-                self.broken(error)
+            if not self._stop.is_set() and not getattr(error, "cox_no_restart", False):
+                self.broken(error)  # (a server that needs a login is skipped, not restarted)
         finally:
             self._session = None
             if self._stderr is not None:
@@ -299,10 +309,9 @@ class Connection:
     def _transport(self, closed: asyncio.Event) -> contextlib.AbstractAsyncContextManager[Any]:
         spec = self.spec
         if spec.url:
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
+            from .auth import http_transport
 
-            return _http_transport(spec.url, dict(spec.headers), create_mcp_http_client, streamable_http_client)
+            return http_transport(spec, self.settings.auth)
         assert spec.command is not None
         cwd = spec.cwd or (str(self.settings.cwd) if self.settings.cwd else None)
         argv = [spec.command, *spec.args]
@@ -344,19 +353,17 @@ class Connection:
     def call_tool(self, tool: str, arguments: dict[str, Any], *, timeout: float | None = None,
                   cancel: CancelToken | None = None,
                   progress: Callable[[float, float | None, str | None], None] | None = None,
-                  ) -> mcp_types.CallToolResult:
-        """Call ``tool`` and wait (in the calling thread) for its result.
+                  ask: Ask | None = None) -> mcp_types.CallToolResult:
+        """Call ``tool`` and wait (in the calling thread) for its result. ``ask`` is the calling
+        session's way to put a server's elicitation to the person (``elicit.py``); the call's
+        ``timeout`` stands still while such a question is open.
 
         Raises :class:`McpServerCrashed` (the connection broke or the call timed out: the actor
         is failing itself), :class:`McpCallCancelled`, or :class:`McpCallError` (the server
         answered with a protocol error; the connection is fine).
         """
         name = self.spec.name
-        timeout = self.settings.timeout_s if timeout is None else timeout
-        session = self._session
-        if session is None or self.dead:
-            raise McpServerCrashed(f"mcp server '{name}' is not connected; it is being restarted")
-
+        session = self._live()
         report = progress
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -368,18 +375,75 @@ class Connection:
 
         future = asyncio.run_coroutine_threadsafe(
             session.call_tool(tool, arguments, progress_callback=on_progress), self._loop)
+        return self._await(future, tool, timeout, cancel, ask)
+
+    def list_resources(self, *, timeout: float | None = None, cancel: CancelToken | None = None,
+                       ) -> tuple[list[mcp_types.Resource], list[mcp_types.ResourceTemplate]]:
+        """The server's resources and resource templates (every page, at most 100 each); empty
+        lists when the server has no resources capability."""
+        session = self._live()
+        caps = session.server_capabilities
+        if caps is not None and caps.resources is None:
+            return [], []
+
+        async def both() -> tuple[list[mcp_types.Resource], list[mcp_types.ResourceTemplate]]:
+            resources: list[mcp_types.Resource] = []
+            templates: list[mcp_types.ResourceTemplate] = []
+            cursor: str | None = None
+            for _ in range(100):
+                page = await session.list_resources(
+                    params=mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                resources.extend(page.resources)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            cursor = None
+            try:
+                for _ in range(100):
+                    tpage = await session.list_resource_templates(
+                        params=mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                    templates.extend(tpage.resource_templates)
+                    cursor = tpage.next_cursor
+                    if not cursor:
+                        break
+            except MCPError as err:  # templates are optional for a server
+                if err.code != mcp_types.METHOD_NOT_FOUND:
+                    raise
+            return resources, templates
+
+        return self._await(asyncio.run_coroutine_threadsafe(both(), self._loop), "resources/list", timeout, cancel)
+
+    def read_resource(self, uri: str, *, timeout: float | None = None, cancel: CancelToken | None = None,
+                      ) -> mcp_types.ReadResourceResult:
+        session = self._live()
+        future = asyncio.run_coroutine_threadsafe(session.read_resource(uri), self._loop)
+        return self._await(future, "resources/read", timeout, cancel)
+
+    def _live(self) -> ClientSession:
+        session = self._session
+        if session is None or self.dead:
+            raise McpServerCrashed(f"mcp server '{self.spec.name}' is not connected; it is being restarted")
+        return session
+
+    def _await(self, future: concurrent.futures.Future[T], what: str, timeout: float | None,
+               cancel: CancelToken | None, ask: Ask | None = None) -> T:
+        """Wait for one request's future in the calling thread, mapping what can go wrong."""
+        name = self.spec.name
+        timeout = self.settings.timeout_s if timeout is None else timeout
+
         def cancel_call() -> None:
             future.cancel()  # cancels the task; the SDK sends notifications/cancelled
 
         unregister = cancel.on_cancel(cancel_call) if cancel is not None else (lambda: None)
+        token = self.elicitor.enter(ask)
         try:
-            return future.result(timeout)
+            return self.elicitor.wait(future, timeout)
         except concurrent.futures.CancelledError:
-            raise McpCallCancelled(f"mcp call {name}/{tool} was cancelled") from None
+            raise McpCallCancelled(f"mcp call {name}/{what} was cancelled") from None
         except TimeoutError:
             future.cancel()
             error = McpServerCrashed(
-                f"mcp server '{name}' did not answer {tool} within {timeout:g}s; it was killed and is being restarted")
+                f"mcp server '{name}' did not answer {what} within {timeout:g}s; it was killed and is being restarted")
             self.broken(error)
             raise error from None
         except MCPError as err:
@@ -387,12 +451,13 @@ class Connection:
                 error = McpServerCrashed(f"mcp server '{name}' crashed during the call; it is being restarted")
                 self.broken(error)
                 raise error from None
-            raise McpCallError(f"mcp server '{name}' refused {tool}: {err.message}") from None
+            raise McpCallError(f"mcp server '{name}' refused {what}: {err.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as err:
             error = McpServerCrashed(f"mcp server '{name}' crashed during the call; it is being restarted")
             self.broken(error)
             raise error from err
         finally:
+            self.elicitor.leave(token)
             unregister()
 
     def close(self, timeout: float = 5.0) -> None:
@@ -412,12 +477,6 @@ class Connection:
         self._thread.join(timeout)
         if not self._thread.is_alive():
             self._loop.close()
-
-
-@asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str], make_client: Any, connect: Any) -> AsyncIterator[Any]:
-    async with make_client(headers=headers) as client, connect(url, http_client=client) as streams:
-        yield streams[0], streams[1]
 
 
 # -- the actor ----------------------------------------------------------------------------------------

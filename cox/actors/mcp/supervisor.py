@@ -150,6 +150,11 @@ class McpManager:
         why = f"failed: {status.error}" if status.phase == "failed" else f"{last or 'not available'}"
         raise McpServerCrashed(f"mcp server '{name}' is not available ({why}); it is being restarted")
 
+    def reconnect(self, name: str, timeout: float = 5.0) -> None:
+        """Start server ``name`` again now (one that was skipped for want of a login, after it)."""
+        conn = self.handle.ask(name, _get_connection(), timeout=timeout)
+        conn.broken(McpServerCrashed(f"mcp server '{name}' reconnects"))
+
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the ``mcp`` supervisor and every server (their processes are killed)."""
         if self.handle.is_alive():
@@ -165,15 +170,18 @@ def _get_connection() -> Any:
 def start_mcp(parent: SupervisorHandle, servers: Mapping[str, McpServerSpec], *,
               timeout_s: float = 60.0, startup_timeout_s: float = 30.0, cwd: Path | None = None,
               sandbox: Any = None, log_dir: Path | None = None, backoff: Backoff = DEFAULT_BACKOFF,
-              trust: TrustStore | None = None) -> McpManager:
+              trust: TrustStore | None = None, auth: Any = None, elicitation: bool = False) -> McpManager:
     """Start the ``mcp`` supervisor under ``parent`` (the app's root) with one permanent child per
     server, and return the manager. Returns at once: servers connect in their own threads (use
     ``wait_settled``); a server that fails to start is a warning and an absence, never an
     exception here. ``sandbox`` is the session's ``SandboxPolicy`` (``None``: unwrapped).
     ``trust`` is the trust store (default ``$COX_HOME/mcp-trust.json``); a user-configured
-    server's tools are recorded in it when the server first connects."""
+    server's tools are recorded in it when the server first connects. ``auth`` is how HTTP servers
+    authenticate (``ServerSettings.auth``; default: stored OAuth tokens, never a browser).
+    ``elicitation``: declare it, because a person can answer (the TUI and --plain); otherwise a
+    server that elicits anyway gets decline (``elicit.py``)."""
     settings = ServerSettings(timeout_s=timeout_s, startup_timeout_s=startup_timeout_s, cwd=cwd,
-                              sandbox=sandbox, log_dir=log_dir)
+                              sandbox=sandbox, log_dir=log_dir, auth=auth, elicitation=elicitation)
     board = StatusBoard()
     store = TrustStore.default() if trust is None else trust
     children = [

@@ -72,7 +72,7 @@ class McpTool(BaseTool):
             if env.cancel.cancelled:
                 return ToolResult.aborted()
             result = conn.call_tool(self.tool.name, dict(call.input), timeout=settings.timeout_s,
-                                    cancel=env.cancel, progress=progress)
+                                    cancel=env.cancel, progress=progress, ask=env.extra.get("ask"))
         except McpCallCancelled:
             return ToolResult.aborted()
         except McpCallError as err:

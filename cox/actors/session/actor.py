@@ -18,10 +18,11 @@ the next turn; system[0..2] byte-stable.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from cox.policy.redact import scrub
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
 from cox.protocol.model import ProviderError
+from cox.protocol.record import to_plain
 from cox.protocol.types import (
     ApprovalPolicy,
     Decision,
@@ -96,6 +98,27 @@ class SessionSettings:
     think_budget_tokens: int = 16_000
     model_overrides: dict[str, Any] = field(default_factory=dict)
     monthly_budget_usd: float | None = None
+    open_url: Callable[[str], str | None] | None = None
+    """Opens a URL an MCP server asked for, once the person chose open (URL elicitation); returns
+    why it could not, or None. Default: the system browser (``questions.open_in_browser``)."""
+
+
+@dataclass
+class OpenDialogue:
+    """An MCP server's elicitation being asked: its dialogue, the server's waiting reply
+    (resolved once, with what goes to the server and nowhere else) and the open question."""
+
+    did: int
+    dialogue: Any
+    reply: concurrent.futures.Future[dict[str, Any]]
+    question_id: str = ""
+
+
+def _resolve(reply: concurrent.futures.Future[dict[str, Any]], outcome: dict[str, Any]) -> None:
+    try:
+        reply.set_result(outcome)
+    except concurrent.futures.InvalidStateError:
+        pass  # the server's request was withdrawn (cancelled) meanwhile
 
 
 def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
@@ -179,7 +202,12 @@ class SessionActor(CoxActor):
             "todos": [], "deferred_tools": [{"name": t.name, "description": t.description}
                                             for t in (deferred or {}).values()],
             "activated_tools": [],
+            "ask": self._ask_from_thread,
         }
+        # MCP elicitations being asked (see questions.py): by dialogue, and the open question's id.
+        self.dialogues: dict[int, OpenDialogue] = {}
+        self.open_questions: dict[str, int] = {}
+        self.dialogue_seq = 0
         self.deferred: dict[str, BaseTool] = dict(deferred or {})
         if resumed is not None:
             self.history = resumed.history
@@ -220,6 +248,7 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._shutdown_turn()
+        self._cancel_questions()
         if self.cp is not None:
             self.cp.close()
         stopped = self.jobs.stop_all()
@@ -332,7 +361,7 @@ class SessionActor(CoxActor):
             if sub.decision is Decision.ALLOW_FOR_SESSION:
                 self.grants.extend(self.engine.grants_for(call))
             if sub.decision is Decision.EDIT and sub.edited_input is not None:
-                call = self._describe(call.model_copy(update={"input": sub.edited_input}))
+                call = self._describe(replace(call, input=sub.edited_input))
                 self._replace_call(turn, call)
             turn.queued.append(call)
         self._schedule(turn)
@@ -365,7 +394,110 @@ class SessionActor(CoxActor):
         self._start_compaction(sub.focus, None)
 
     def _sub_answer(self, sub: m.Answer) -> None:
-        self.emit(m.Notice(level="warning", message=f"no open question with id {sub.question_id}"))
+        """The person's answer to an open question: fed to its dialogue, which asks the next
+        question or settles the server's request. The answer itself is never emitted, added to
+        the history or logged: it goes to the asking server only."""
+        did = self.open_questions.pop(sub.question_id, None)
+        state = self.dialogues.get(did) if did is not None else None
+        if state is None or state.question_id != sub.question_id:
+            self.emit(m.Notice(level="warning", message=f"no open question with id {sub.question_id}"))
+            return
+        state.question_id = ""
+        self._dialogue_step(state, state.dialogue.answer(sub.answer, cancelled=bool(sub.declined)))
+
+    # ------------------------------------------------------------------ questions (MCP elicitation)
+
+    def _ask_from_thread(self, request: dict[str, Any]) -> concurrent.futures.Future[dict[str, Any]]:
+        """Called by an McpServer connection's loop thread when its server elicits during one of
+        this session's calls (``env.extra["ask"]``). The returned future settles with the
+        ``ElicitResult`` fields; cancelling it (the server withdrew the request, the call ended)
+        withdraws the open question."""
+        reply: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
+        try:
+            self.actor_ref.tell(("elicit", request, reply))
+        except pykka.ActorDeadError:
+            _resolve(reply, {"action": "cancel"})
+        return reply
+
+    def _on_elicit(self, request: dict[str, Any], reply: concurrent.futures.Future[dict[str, Any]]) -> None:
+        from .questions import dialogue_for
+
+        if reply.done():
+            return
+        if self.active is None or self.closing:
+            _resolve(reply, {"action": "cancel"})
+            return
+        self.dialogue_seq += 1
+        state = OpenDialogue(self.dialogue_seq, dialogue_for(request), reply)
+        self.dialogues[state.did] = state
+        me, did = self.actor_ref, state.did
+
+        def gone(future: concurrent.futures.Future[dict[str, Any]]) -> None:
+            if future.cancelled():
+                try:
+                    me.tell(("question_gone", did))
+                except pykka.ActorDeadError:
+                    pass
+
+        reply.add_done_callback(gone)
+        self._dialogue_step(state, state.dialogue.start())
+
+    def _dialogue_step(self, state: OpenDialogue, step: Any) -> None:
+        from cox.protocol.types import new_ulid
+
+        from .questions import Done
+
+        if isinstance(step, Done):
+            self.dialogues.pop(state.did, None)
+            if step.note:
+                self.emit(m.Notice(level="warning", message=step.note))
+            if step.open_url:
+                self._open_url(step.open_url, state.dialogue.source)
+            _resolve(state.reply, step.reply())
+            return
+        state.question_id = "q" + new_ulid()
+        self.open_questions[state.question_id] = state.did
+        self.emit(m.Question(question_id=state.question_id, prompt=step.prompt, schema=step.schema, url=step.url,
+                             source=state.dialogue.source))
+
+    def _on_question_gone(self, did: int) -> None:
+        state = self.dialogues.pop(did, None)
+        if state is None:
+            return
+        self.open_questions.pop(state.question_id, None)
+        self.emit(m.Notice(level="info", message=f"{state.dialogue.source} withdrew its question"))
+
+    def _cancel_questions(self) -> None:
+        """Cancel every open question (an interrupt, the turn's end, shutdown): each waiting
+        server request gets ``cancel``."""
+        states, self.dialogues = list(self.dialogues.values()), {}
+        self.open_questions.clear()
+        for state in states:
+            _resolve(state.reply, {"action": "cancel"})
+
+    def _open_url(self, url: str, source: str) -> None:
+        """Open the browser off the actor's thread; say so if it could not be opened."""
+        from .questions import open_in_browser
+
+        opener = self.s.open_url or open_in_browser
+        me = self.actor_ref
+
+        def run() -> None:
+            try:
+                why = opener(url)
+            except Exception as exc:  # noqa: BLE001 - a broken opener is a notice, not a crash
+                why = str(exc)
+            if why:
+                try:
+                    me.tell(("url_not_opened", source, url, why))
+                except pykka.ActorDeadError:
+                    pass
+
+        threading.Thread(target=run, name="cox-open-url", daemon=True).start()
+
+    def _on_url_not_opened(self, source: str, url: str, why: str) -> None:
+        self.emit(m.Notice(level="warning", message=f"could not open the browser for {source} ({why}); "
+                                                    f"open it yourself: {url}"))
 
     def _sub_rewind(self, sub: m.Rewind) -> None:
         if self.active is not None:
@@ -606,7 +738,7 @@ class SessionActor(CoxActor):
                 if reply and reply.get("deny"):
                     early = ToolResult.denied(f"denied by a PreToolUse hook: {reply['deny']}")
                 elif reply and isinstance(reply.get("input"), dict):
-                    call = self._describe(call.model_copy(update={"input": reply["input"]}))
+                    call = self._describe(replace(call, input=reply["input"]))
                     self._replace_call(turn, call)
             if early is not None:
                 self._deliver(turn, call, early)
@@ -891,6 +1023,7 @@ class SessionActor(CoxActor):
         if turn.stop_watchdog is not None:
             turn.stop_watchdog()
         turn.scope.cancel()  # stops anything still running for this turn (no-op when all done)
+        self._cancel_questions()
         if turn.ran_commands:
             _reap_later(turn.processes)
         self.emit(m.TurnDone(turn=turn.turn, stop=stop, reason=reason))
@@ -998,7 +1131,7 @@ class SessionActor(CoxActor):
             self.last_context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
         store = self.store()
         if store is not None:
-            store.tell(("usage", self.s.session_id, usage.model_dump()))
+            store.tell(("usage", self.s.session_id, to_plain(usage)))
         self.emit(m.UsageEvent(usage=usage, session_total=self.usage_total, api_ms=result.api_ms))
 
     def _budget_stop(self) -> str | None:

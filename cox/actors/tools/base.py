@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ class BaseTool(ABC):
 
     def describe(self, call: ToolCall, env: ToolEnv) -> ToolCall:
         """Fill the call's risk, subject (and segments for bash) for the permission engine."""
-        return call.model_copy(update={"risk": self.risk(call.input), "subject": self.subject(call.input, env)})
+        return replace(call, risk=self.risk(call.input), subject=self.subject(call.input, env))
 
     @abstractmethod
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:

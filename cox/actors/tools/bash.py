@@ -21,10 +21,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult
+from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult, ToolStatus
 
 from .base import BaseTool, ToolEnv, ToolInputError
 from .spool import Spool
@@ -155,8 +156,7 @@ class BashTool(BaseTool):
 
         line = str(call.input.get("command", ""))
         c = classify(line)
-        return call.model_copy(update={"risk": c.risk, "subject": line, "segments": list(c.segments),
-                                       "opaque": c.opaque})
+        return replace(call, risk=c.risk, subject=line, segments=list(c.segments), opaque=c.opaque)
 
     def argv(self, command: str, env: ToolEnv) -> list[str]:
         from cox.policy.sandbox import SandboxPolicy, bwrap_argv
@@ -246,9 +246,9 @@ class BashTool(BaseTool):
         patch_input: dict[str, Any] = {"patch": found.patch}
         if found.workdir:
             patch_input["workdir"] = found.workdir
-        result = ApplyPatchTool().call(call.model_copy(update={"name": "apply_patch", "input": patch_input}), env)
+        result = ApplyPatchTool().call(replace(call, name="apply_patch", input=patch_input), env)
         note = "(this shell call was run as the apply_patch tool)\n"
-        return result.model_copy(update={"visible": note + result.visible})
+        return replace(result, visible=note + result.visible)
 
 
 def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event, out: Spool, err: Spool,
@@ -323,6 +323,6 @@ def _result(code: int, out: Spool, err: Spool, timeout: float, timed_out: bool, 
     elif killed:
         parts.append("[interrupted; the command and its children were killed]")
     parts.append(f"[exit code {code}]")
-    status = "ok" if code == 0 and not timed_out else "error"
+    status = ToolStatus.OK if code == 0 and not timed_out else ToolStatus.ERROR
     return ToolResult(status=status, visible="\n".join(parts), exit_code=code, archive_id=archive_id,
                       total_bytes=total if archive_id else None, meta={"timed_out": timed_out})

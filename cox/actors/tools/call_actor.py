@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pykka
@@ -82,7 +83,7 @@ class ToolCallActor(CoxActor):
             except CheckpointError as exc:
                 note = f"\n[no checkpoint for this call: {exc}]"
         if note:
-            result = result.model_copy(update={"visible": result.visible + note})
+            result = replace(result, visible=result.visible + note)
         return result, files
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
@@ -120,14 +121,14 @@ class ToolCallActor(CoxActor):
                 archive_id = self.archive_put(result.visible.encode("utf-8", "replace"))
             except Exception:
                 return result
-            return result.model_copy(update={"archive_id": archive_id})
+            return replace(result, archive_id=archive_id)
         data = result.visible.encode("utf-8", "replace")
         try:
             archive_id = self.archive_put(data)
         except Exception as exc:
             # Losing the full output silently is worse than a big message: say so.
-            return result.model_copy(update={"visible": cap(result.visible, "unavailable", max_bytes=max_bytes)
-                                             + f"\n[archive failed: {exc}]"})
+            return replace(result, visible=cap(result.visible, "unavailable", max_bytes=max_bytes)
+                           + f"\n[archive failed: {exc}]")
         visible = cap(result.visible, archive_id, head=self.limits.get("output_head_lines", 40),
                       tail=self.limits.get("output_tail_lines", 40), max_bytes=max_bytes)
-        return result.model_copy(update={"visible": visible, "archive_id": archive_id, "total_bytes": len(data)})
+        return replace(result, visible=visible, archive_id=archive_id, total_bytes=len(data))

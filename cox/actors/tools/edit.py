@@ -14,7 +14,6 @@ byte) is kept. The file is replaced atomically, as ``write`` does.
 from __future__ import annotations
 
 import bisect
-import difflib
 import os
 import re
 import tempfile
@@ -112,6 +111,8 @@ def _squash(s: str) -> str:
 def near_matches(text: str, old: str) -> list[tuple[int, int, float]]:
     """The windows of ``len(old)`` lines that look most like ``old``: (first line, last line,
     similarity), best first, not overlapping. Whitespace runs count as one space."""
+    import difflib  # on a failed edit only: not worth its import at every start-up
+
     lines = text.split("\n")
     want = [_squash(x) for x in old.strip("\n").split("\n")]
     size = max(1, len(want))
@@ -172,6 +173,8 @@ def not_found(text: str, old: str, where: str) -> str:
 
 
 def _diff(before: str, after: str, where: str) -> tuple[str, int, int]:
+    import difflib
+
     diff = list(difflib.unified_diff(before.split("\n"), after.split("\n"), f"a/{where}", f"b/{where}",
                                      n=DIFF_CONTEXT, lineterm=""))
     added = sum(1 for x in diff if x.startswith("+") and not x.startswith("+++"))

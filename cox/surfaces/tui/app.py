@@ -27,10 +27,11 @@ import urwid
 
 from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
-from cox.protocol.types import Decision, PermissionMode
+from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
 from . import markdown
 from .model import Block, Model, relative, tool_line
+from .question import Questions
 
 FRAME_S = 1 / 30
 MODE_CYCLE = ["default", "acceptEdits", "plan"]
@@ -42,8 +43,9 @@ ESC_ESC_S = 0.8  # two Esc presses this close together on an empty composer open
 WALK_LIMIT = 5000  # files listed for @path completion outside a git repository
 
 HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /commands and @paths · "
-        "Esc interrupt · Esc Esc rewind · Shift+Tab mode · Ctrl+O expand tool output · PgUp/PgDn scroll · "
-        "Ctrl+D quit\n"
+        "Esc interrupt · Esc Esc rewind · Shift+Tab mode · Ctrl+O expand all tool output and thinking · "
+        "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
+        "PgUp/PgDn scroll · Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
         "/rewind [N [code|conversation|both]] · /model · /cost · /agents · /clear · /help · /quit")
 
@@ -53,6 +55,8 @@ PALETTE: list[tuple[str, str, str, str]] = [
     ("queued", "dark cyan", "default", ""),
     ("assistant", "default", "default", ""),
     ("thinking", "dark gray", "default", ""),
+    ("thinking_head", "dark gray,bold", "default", "bold"),
+    ("thinking_sel", "black", "light gray", "standout"),
     ("md_h", "yellow,bold", "default", "bold,underline"),
     ("md_bold", "default,bold", "default", "bold"),
     ("md_code", "light green", "default", ""),
@@ -88,6 +92,7 @@ LIGHT: dict[str, tuple[str, str]] = {
     "user": ("dark blue,bold", "default"),
     "queued": ("dark cyan", "default"),
     "thinking": ("dark gray", "default"),
+    "thinking_head": ("dark gray,bold", "default"),
     "md_h": ("brown,bold", "default"),
     "md_code": ("dark green", "default"),
     "tool_running": ("brown", "default"),
@@ -108,31 +113,76 @@ LIGHT: dict[str, tuple[str, str]] = {
 }
 
 
-def palette(theme: str = "dark", no_color: bool = False) -> list[tuple[str, str, str, str]]:
+# Syntax colours of fenced code (markdown.SYNTAX maps Pygments tokens to these names):
+# name -> (dark: 16-colour, 256/truecolor), (light: 16-colour, 256/truecolor). urwid draws the
+# 16-colour name on a 16-colour terminal and the #rrggbb one, exact or nearest, on richer ones.
+SYNTAX_COLOURS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "syn_text": (("default", "default"), ("default", "default")),
+    "syn_keyword": (("light magenta", "#c678dd"), ("dark magenta", "#a626a4")),
+    "syn_string": (("light green", "#98c379"), ("dark green", "#50a14f")),
+    "syn_number": (("yellow", "#d19a66"), ("brown", "#986801")),
+    "syn_comment": (("dark gray", "#7f848e"), ("dark gray", "#a0a1a7")),
+    "syn_function": (("light blue", "#61afef"), ("dark blue", "#4078f2")),
+    "syn_type": (("yellow", "#e5c07b"), ("brown", "#c18401")),
+    "syn_builtin": (("light cyan", "#56b6c2"), ("dark cyan", "#0184bc")),
+}
+
+
+Entry = tuple[str, str, str, str] | tuple[str, str, str, str, str, str]
+
+
+def palette(theme: str = "dark", no_color: bool = False) -> list[Entry]:
     """The urwid palette: dark (the default), light, or monochrome under NO_COLOR."""
+    out: list[Entry] = []
     if no_color:
-        return [(name, "default", "default", mono) for name, _, _, mono in PALETTE]
-    if theme == "light":
-        return [(name, *LIGHT.get(name, (fg, bg)), mono) for name, fg, bg, mono in PALETTE]
-    return list(PALETTE)
+        out += [(name, "default", "default", mono) for name, _, _, mono in PALETTE]
+        out += [(name, "default", "default", "") for name in SYNTAX_COLOURS]
+        return out
+    light = theme == "light"
+    if light:
+        out += [(name, *LIGHT.get(name, (fg, bg)), mono) for name, fg, bg, mono in PALETTE]
+    else:
+        out += PALETTE
+    out += [(name, colours[light][0], "default", "", colours[light][1], "default")
+            for name, colours in SYNTAX_COLOURS.items()]
+    return out
 
 
 EXPANDED_LINES = 40
+THINKING_TAIL = 3  # lines of a thinking block shown while it streams, folded
 
 
-def render_block(b: Block, expanded: bool = False) -> list[tuple[str, str]] | str:
+def render_thinking(b: Block, expanded: bool = False, selected: bool = False) -> list[tuple[str, str]]:
+    """A thinking block as a dimmed panel. Folded: its header, with the first line once it is
+    done, or its last lines while it streams; unfolded (Ctrl+T on it, or Ctrl+O for all): whole."""
+    lines = b.text.strip().splitlines()
+    whole = expanded or b.unfolded
+    count = f" · {len(lines)} line{'s' if len(lines) != 1 else ''}" if len(lines) > 1 else ""
+    head = f"{'▾' if whole else '▸'} ✻ thinking{count}"
+    if not whole and not b.live:
+        first = lines[0].strip() if lines else ""
+        head += f" · {first[:70]}{'…' if len(first) > 70 or len(lines) > 1 else ''}" if first else ""
+        return [("thinking_sel" if selected else "thinking_head", head)]
+    shown = lines if whole else lines[-THINKING_TAIL:]
+    out: list[tuple[str, str]] = [("thinking_sel" if selected else "thinking_head", head)]
+    if len(shown) < len(lines):
+        out.append(("thinking", f"\n  ┆ … {len(lines) - len(shown)} earlier"))
+    for line in shown:
+        out.append(("thinking", "\n  ┆ " + line))
+    return out
+
+
+def render_block(b: Block, expanded: bool = False, selected: bool = False) -> list[tuple[str, str]] | str:
     """The markup for one block (its text is already sanitized by the model). ``expanded``
-    (Ctrl+O) shows thinking whole and each finished tool's visible output, diffs coloured."""
+    (Ctrl+O) shows thinking whole and each finished tool's visible output, diffs coloured;
+    ``selected`` marks the thinking block Alt+Up/Alt+Down picked."""
     if b.kind == "user":
         label = "you (queued) › " if b.queued else "› "
         return [("queued" if b.queued else "prompt", label), ("user", b.text.replace("\n", "\n" + " " * len(label)))]
     if b.kind == "assistant":
         return markdown.render(b.text.strip("\n")) or ""
     if b.kind == "thinking":
-        lines = b.text.strip().splitlines()
-        shown = lines if expanded else lines[-4:]
-        head = "✻ thinking" + (f" ({len(lines) - 4} earlier lines · Ctrl+O)" if len(shown) < len(lines) else "")
-        return [("thinking", head + "\n  " + "\n  ".join(shown))]
+        return render_thinking(b, expanded, selected)
     if b.kind == "tool":
         mark = tool_line(b).split(" ", 1)[0]
         out: list[tuple[str, str]] = [(f"tool_{b.state}", mark + " "), ("tool_name", b.name),
@@ -173,7 +223,7 @@ class View:
         self.version = -1
         self.live = urwid.Text("")
         self.frozen = 0
-        self.in_code = False
+        self.fence: markdown.State = None  # the code fence the frozen chunks end in
 
     def attach(self, block: Block, walker: urwid.SimpleFocusListWalker[Any]) -> None:
         if self.pad:
@@ -181,10 +231,11 @@ class View:
         walker.append(self.live)
         self.update(block, walker)
 
-    def update(self, block: Block, walker: urwid.SimpleFocusListWalker[Any], expanded: bool = False) -> None:
+    def update(self, block: Block, walker: urwid.SimpleFocusListWalker[Any], expanded: bool = False,
+               selected: bool = False) -> None:
         self.version = block.version
         if block.kind != "assistant":
-            self.live.set_text(render_block(block, expanded))
+            self.live.set_text(render_block(block, expanded, selected))
             return
         text = block.text.lstrip("\n")
         while True:
@@ -195,10 +246,26 @@ class View:
             if cut <= 0 or cut >= len(text):
                 break
             end = cut - 1 if text[cut - 1] in "\n " else cut
-            markup, self.in_code = markdown.render_state(text[self.frozen:end], self.in_code)
-            walker.insert(walker.index(self.live), urwid.Text(markup or ""))
+            walker.insert(walker.index(self.live), Chunk(text[self.frozen:end], self.fence))
+            self.fence = markdown.scan(text[self.frozen:end], self.fence)
             self.frozen = cut
-        self.live.set_text(markdown.render(text[self.frozen:].rstrip("\n"), self.in_code) or "")
+        self.live.set_text(markdown.render(text[self.frozen:].rstrip("\n"), self.fence) or "")
+
+
+class Chunk(urwid.Text):
+    """A frozen part of a long reply, rendered to markup the first time it is drawn: during a
+    fast stream most chunks scroll past under a tall live tail without ever being on screen."""
+
+    def __init__(self, source: str, fence: markdown.State) -> None:
+        super().__init__("")
+        self._source: tuple[str, markdown.State] | None = (source, fence)
+
+    def get_text(self) -> tuple[str | bytes, list[tuple[Any, int]]]:
+        if self._source is not None:
+            source, fence = self._source
+            self._source = None
+            self.set_text(markdown.render(source, fence) or "")
+        return super().get_text()
 
 
 def _after_lines(text: str, start: int, n: int) -> int:
@@ -291,13 +358,16 @@ class TUI:
         self.hist_pos = 0
         self.follow = True
         self.expanded = False  # Ctrl+O: thinking whole, tool output under each row
+        self.selected: Block | None = None  # the thinking block Alt+Up/Alt+Down picked (Ctrl+T folds it)
+        self._git_lock = threading.Lock()
+        self._git_state = "idle"  # idle | running | again (asked again while running)
         self.frames = 0  # wakes applied (one redraw each); read by the bench
         self.last_applied = 0.0
         self.approvals: deque[Any] = deque()
         self.editing: urwid.Edit | None = None
-        self.confirm: tuple[str, Any, Any] | None = None
+        self.questions = Questions(handle.submit)  # question modals: MCP elicitation, cox's own yes/no
         self.modal_error = ""
-        self._pending: list[tuple[Any, str]] = []
+        self._pending: list[tuple[Any, Any]] = []
         self._scheduled = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -394,33 +464,36 @@ class TUI:
         except (ImportError, AttributeError, OSError):
             pass
         self._start_reader()
+        self.refresh_git()
 
     def _start_reader(self) -> None:
         self._reader = threading.Thread(target=self._read, name="tui-reader", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        """Drain the session's queue; wake the loop once per burst, at most ~30 times a second."""
+        """Drain the session's queue; wake the loop once per burst, at most ~30 times a second.
+
+        The reader blocks for the first event of a burst, then sleeps until the next frame is
+        due and takes everything queued by then in one go: it runs once per frame, not once per
+        delta, so a fast stream's session thread is not slowed by a consumer fighting it for the
+        GIL. The end of a turn is drawn at once rather than at the next frame."""
         last_wake = 0.0
+        events = self.handle.events
         while not self._stop.is_set():
             try:
-                item = self.handle.events.get(timeout=0.1)
+                item = events.get(timeout=0.1)
             except queue.Empty:
                 if not self.handle.alive():
                     self._post(("dead", ""))
                     return
                 continue
-            batch = [item]
-            while True:
-                try:
-                    batch.append(self.handle.events.get_nowait())
-                except queue.Empty:
-                    break
-            if not self._post(*batch):
-                continue
+            batch = [item, *_drain(events)]
             wait = last_wake + FRAME_S - time.monotonic()
-            if wait > 0:
+            if wait > 0 and not _ends_turn(batch):
                 self._stop.wait(wait)
+                batch += _drain(events)
+            if not self._post(*batch):
+                continue  # a wake is outstanding: the loop takes these with it
             last_wake = time.monotonic()
             try:
                 assert self.loop is not None
@@ -428,7 +501,35 @@ class TUI:
             except RuntimeError:
                 return
 
-    def _post(self, *items: tuple[Any, str]) -> bool:
+    def refresh_git(self) -> None:
+        """Probe the cwd's git state on a thread of its own (at start, after each turn and
+        rewind; never per frame); the result reaches the status line like an event. A request
+        while a probe runs makes it run once more afterwards."""
+        with self._git_lock:
+            if self._git_state != "idle":
+                self._git_state = "again"
+                return
+            self._git_state = "running"
+        threading.Thread(target=self._probe_git, name="tui-git", daemon=True).start()
+
+    def _probe_git(self) -> None:
+        from .worktree import probe
+
+        cwd = self.model.status.cwd or os.getcwd()
+        while True:
+            state = probe(cwd)
+            with self._git_lock:
+                again = self._git_state == "again" and not self._stop.is_set()
+                self._git_state = "running" if again else "idle"
+            if not again:
+                break
+        if self._post(("git", state)) and self.loop is not None:
+            try:
+                self.loop.call_from_thread(self.apply_pending)
+            except RuntimeError:
+                pass
+
+    def _post(self, *items: tuple[Any, Any]) -> bool:
         """Queue items for the UI; True when the loop needs waking (no wake outstanding)."""
         with self._lock:
             self._pending.extend(items)
@@ -437,17 +538,40 @@ class TUI:
         return need
 
     def apply_pending(self) -> None:
-        """On the loop thread: apply every pending event, then one redraw follows."""
+        """On the loop thread: apply every pending event, then one redraw follows. A run of
+        deltas extends its block once (``Model.deltas``), not once per delta."""
         with self._lock:
             batch, self._pending = self._pending, []
             self._scheduled = False
-        for event, _ in batch:
-            if event == "dead":
-                self.model.add("error", "the session stopped")
-                self.exit_code = 1
-                self.refresh()
-                raise urwid.ExitMainLoop
+        run: list[str] = []
+        run_type = ""
+        for event, extra in batch:
+            if isinstance(event, str):  # the reader's and the git probe's own items
+                if run:
+                    self.model.deltas(run_type, run)
+                    run = []
+                if event == "git":
+                    self.model.status.git = extra
+                elif event == "dead":
+                    self.model.add("error", "the session stopped")
+                    self.exit_code = 1
+                    self.refresh()
+                    raise urwid.ExitMainLoop
+                continue
+            t = event.type
+            if t in ("text_delta", "thinking_delta"):
+                if run and t != run_type:
+                    self.model.deltas(run_type, run)
+                    run = []
+                run_type = t
+                run.append(event.text)
+                continue
+            if run:
+                self.model.deltas(run_type, run)
+                run = []
             self.on_event(event)
+        if run:
+            self.model.deltas(run_type, run)
         self.frames += 1
         self.last_applied = time.monotonic()
         self.refresh()
@@ -455,15 +579,21 @@ class TUI:
     def on_event(self, event: Any) -> None:
         self.model.apply(event)
         t = event.type
-        if t == "approval_required":
+        if t in ("turn_done", "rewound"):
+            self.refresh_git()  # the turn (or the rewind) may have changed files
+        if t == "question":
+            self.questions.ask_event(event)
+            self.show_modal()
+        elif t == "approval_required":
             self.approvals.append(event)
             self.show_modal()
         elif t == "tool_call_done":
             if any(a.call.id == event.call_id for a in self.approvals):
                 self.approvals = deque(a for a in self.approvals if a.call.id != event.call_id)
                 self.show_modal()
-        elif t == "turn_done" and self.approvals:
+        elif t == "turn_done" and (self.approvals or self.questions):
             self.approvals.clear()
+            self.questions.drop_session_questions()  # the session cancelled them with the turn
             self.show_modal()
 
     # ------------------------------------------------------------ drawing
@@ -473,7 +603,7 @@ class TUI:
             if i < len(self._views):
                 view = self._views[i]
                 if view.version != block.version:
-                    view.update(block, self.walker, self.expanded)
+                    view.update(block, self.walker, self.expanded, block is self.selected)
                 continue
             view = View(pad=bool(i) and block.kind in ("user", "assistant", "turn"))
             self._views.append(view)
@@ -500,11 +630,15 @@ class TUI:
         mcp = st.mcp_summary()
         if mcp:
             out.append(("status", f" · {mcp}"))
-        if st.running_tools:
-            out.append(("status_busy", f" · {st.running_tools} tool{'s' if st.running_tools != 1 else ''} running"))
+        if st.running:
+            out.append(("status_busy", " · ● " + _names(st.running, "tool")))
+        if st.subagents:  # nothing reports subagents yet (a later issue); shown once something does
+            out.append(("status_busy", " · ⑂ " + _names(st.subagents, "agent")))
         if st.turn_running:
             out.append(("status_busy", f" · turn {st.turn} working…"))
-        if st.cwd:
+        if st.git is not None:
+            out.append(("status", " · " + st.git.segment()))
+        if st.cwd and (st.git is None or not st.git.worktree):
             out.append(("status", f" · {os.path.basename(st.cwd.rstrip('/')) or st.cwd}"))
         return out
 
@@ -546,6 +680,12 @@ class TUI:
                     block.touch()
             self.refresh()
             return True
+        if key == "ctrl t":
+            self.toggle_thinking()
+            return True
+        if key in ("meta up", "meta down"):
+            self.select_thinking(-1 if key == "meta up" else 1)
+            return True
         if key == "ctrl d" and not self.composer.edit_text:
             raise urwid.ExitMainLoop
         if key == "ctrl c":
@@ -561,6 +701,51 @@ class TUI:
             self.follow = key == "page down" and "bottom" in self.listbox.ends_visible(body)
             return True
         return False
+
+    def toggle_thinking(self) -> None:
+        """Ctrl+T: fold or unfold one thinking block: the one Alt+Up/Alt+Down picked, else the newest."""
+        target = self.selected or next((b for b in reversed(self.model.blocks) if b.kind == "thinking"), None)
+        if target is None:
+            return
+        target.unfolded = not target.unfolded
+        target.touch()
+        self.refresh()
+        self._show(target)
+
+    def select_thinking(self, step: int) -> None:
+        """Alt+Up / Alt+Down: pick an older / newer thinking block (marked, scrolled into view);
+        past the newest, the pick is dropped and the transcript follows the end again."""
+        blocks = [b for b in self.model.blocks if b.kind == "thinking"]
+        old = self.selected
+        if not blocks:
+            return
+        if old is None or old not in blocks:
+            pos = len(blocks) - 1 if step < 0 else None
+        else:
+            pos = blocks.index(old) + step
+            pos = None if pos >= len(blocks) else max(0, pos)
+        self.selected = None if pos is None else blocks[pos]
+        for b in (old, self.selected):
+            if b is not None:
+                b.touch()
+        if self.selected is None:
+            self.follow = True
+        self.refresh()
+        if self.selected is not None:
+            self._show(self.selected)
+
+    def _show(self, block: Block) -> None:
+        """Scroll the transcript so ``block`` is on screen (and stop following the end)."""
+        try:
+            view = self._views[self.model.blocks.index(block)]
+            pos = self.walker.index(view.live)
+        except ValueError:
+            return
+        if pos == len(self.walker) - 1 and self.follow:
+            return
+        self.follow = False
+        self.listbox.set_focus(pos)
+        self.listbox.set_focus_valign("middle")
 
     def set_mode(self, mode: str) -> None:
         self.handle.submit(m.SetMode(mode=PermissionMode(mode)))
@@ -618,7 +803,9 @@ class TUI:
             elif not parts[0].isdigit():
                 self.model.add("notice", "/rewind [N [code|conversation|both]]")
             else:
-                what = parts[1] if len(parts) > 1 and parts[1] in ("code", "conversation", "both") else "both"
+                what: RewindWhat = "both"
+                if len(parts) > 1 and parts[1] in ("code", "conversation", "both"):
+                    what = parts[1]  # type: ignore[assignment]
                 self.handle.submit(m.Rewind(to_turn=int(parts[0]), what=what))
         elif word == "compact":
             self.handle.submit(m.Compact(focus=rest or None))
@@ -798,21 +985,18 @@ class TUI:
     # ------------------------------------------------------------ modals
 
     def modal_open(self) -> bool:
-        return bool(self.approvals) or self.confirm is not None or self.picker is not None
+        return bool(self.approvals) or bool(self.questions) or self.picker is not None
 
     def ask_confirm(self, prompt: str, on_yes: Any, on_no: Any) -> None:
-        self.confirm = (prompt, on_yes, on_no)
+        """A yes/no question of the TUI's own (``cox asks:``) in the question modal."""
+        self.questions.ask_yes_no(prompt, on_yes, on_no)
         self.show_modal()
 
     def show_modal(self) -> None:
-        """Put the head of the approval queue (or a yes/no question) over the screen."""
-        if self.confirm is not None:
-            body = urwid.Pile([
-                urwid.Text(("modal_title", self.confirm[0])),
-                urwid.Divider(),
-                urwid.Text([("modal_key", "[y]"), " yes   ", ("modal_key", "[n]"), " no"]),
-            ])
-            self._overlay(body, " question ")
+        """Put the head of the question queue (question.py), the /rewind picker or the head of
+        the approval queue over the screen."""
+        if self.questions:
+            self._overlay(*self.questions.body())
             return
         if self.approvals and self.picker is not None:
             self.picker = None  # an approval outranks the picker
@@ -860,15 +1044,10 @@ class TUI:
         self.root.original_widget = urwid.Overlay(box, self.frame, "center", ("relative", 80), "middle", "pack")
 
     def modal_key(self, size: tuple[int, ...], key: str) -> str | None:
-        if self.confirm is not None:
-            _, on_yes, on_no = self.confirm
-            if key in ("y", "n", "esc"):
-                self.confirm = None
-                self.show_modal()
-                action = on_yes if key == "y" else on_no
-                if action is not None:
-                    action()
-                self.refresh()
+        if self.questions:
+            self.questions.key(size, key)
+            self.show_modal()
+            self.refresh()
             return None
         if self.picker is not None:
             self._picker_key(key)
@@ -948,6 +1127,36 @@ def change_preview(data: dict[str, Any]) -> list[tuple[str, str]]:
     attr, last = shown[-1]
     shown[-1] = (attr, last.rstrip("\n"))
     return shown
+
+
+def _drain(q: Any) -> list[Any]:
+    """Everything queued now, taken under one lock (a ``queue.Queue``; else one item at a time)."""
+    mutex, items = getattr(q, "mutex", None), getattr(q, "queue", None)
+    if mutex is not None and isinstance(items, deque):
+        with mutex:
+            out = list(items)
+            items.clear()
+            q.not_full.notify_all()
+        return out
+    out = []
+    while True:
+        try:
+            out.append(q.get_nowait())
+        except queue.Empty:
+            return out
+
+
+def _ends_turn(batch: list[Any]) -> bool:
+    last = batch[-1][0]
+    return not isinstance(last, str) and last.type == "turn_done"
+
+
+def _names(names: list[str], what: str) -> str:
+    """``bash`` · ``2 tools: bash, grep`` · ``5 tools: bash, grep, read +2``."""
+    if len(names) == 1:
+        return names[0]
+    shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+    return f"{len(names)} {what}s: {shown}"
 
 
 def _k(n: int) -> str:

@@ -4,11 +4,22 @@ importing urwid.
 Models write Markdown; showing headings, lists, bold and fenced code distinctly makes a reply
 readable without a full parser. It runs on every frame of a streaming reply, so it is a single
 linear pass; an unclosed fence (mid-stream) simply renders the rest as code.
+
+Fenced code that names its language (```` ```python ````) is coloured with Pygments, imported
+only when such a block is first drawn; lexers are cached per language. Token types map to a few
+``syn_*`` attributes that the TUI's palette colours per theme (and leaves plain under NO_COLOR).
+A long reply is drawn in frozen chunks (see ``app.View``); the fence state carried from one chunk
+to the next keeps the block's language and its last lines, which prime the lexer so a string or
+comment that spans the cut keeps its colour. A streaming block's complete lines are lexed once
+(cached); each frame re-lexes only the partial last line.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 Markup = list[tuple[str, str]]
 
@@ -16,6 +27,53 @@ _INLINE = re.compile(r"(\*\*[^*\n]+\*\*|`[^`\n]+`)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _NUMBERED = re.compile(r"^(\s*)(\d+[.)])\s+(.*)$")
+
+CONTEXT_LINES = 12  # a cut block's last lines kept to prime the lexer for the next chunk
+PARTIAL_CONTEXT = 3  # lines before a streaming block's partial last line lexed with it
+
+# Pygments token type (by name) -> attribute; a type not listed takes its nearest listed parent's
+SYNTAX: dict[str, str] = {
+    "Token": "syn_text",
+    "Comment": "syn_comment",
+    "Comment.Preproc": "syn_keyword",
+    "Keyword": "syn_keyword",
+    "Keyword.Constant": "syn_number",
+    "Keyword.Type": "syn_type",
+    "Operator.Word": "syn_keyword",
+    "Name.Builtin": "syn_builtin",
+    "Name.Builtin.Pseudo": "syn_builtin",
+    "Name.Decorator": "syn_builtin",
+    "Name.Function": "syn_function",
+    "Name.Function.Magic": "syn_builtin",
+    "Name.Class": "syn_type",
+    "Name.Exception": "syn_type",
+    "Name.Namespace": "syn_type",
+    "Name.Tag": "syn_keyword",
+    "Name.Attribute": "syn_function",
+    "Name.Label": "syn_type",
+    "Name.Variable": "syn_builtin",
+    "Literal": "syn_number",
+    "Literal.String": "syn_string",
+    "Literal.String.Escape": "syn_builtin",
+    "Literal.String.Interpol": "syn_builtin",
+    "Literal.Number": "syn_number",
+    "Generic.Inserted": "diff_add",
+    "Generic.Deleted": "diff_del",
+    "Generic.Heading": "syn_type",
+    "Generic.Subheading": "syn_type",
+    "Generic.Prompt": "syn_comment",
+}
+
+
+@dataclass(frozen=True)
+class Fence:
+    """Inside a fenced block: its language ("" for none) and its last lines so far (lexer context)."""
+
+    lang: str = ""
+    context: str = ""
+
+
+State = Fence | None
 
 
 def inline(text: str, base: str = "assistant") -> Markup:
@@ -33,28 +91,49 @@ def inline(text: str, base: str = "assistant") -> Markup:
     return out
 
 
-def render(text: str, in_code: bool = False) -> Markup:
+def render(text: str, state: State = None) -> Markup:
     """The whole reply as markup; lines joined by newlines so urwid wraps each one."""
-    return render_state(text, in_code)[0]
+    return render_state(text, state)[0]
 
 
-def render_state(text: str, in_code: bool = False) -> tuple[Markup, bool]:
-    """Markup for ``text`` starting inside a code fence or not, and whether it ends inside one:
-    a long reply is rendered in frozen chunks, and the fence state carries from one to the next."""
+def render_state(text: str, state: State = None) -> tuple[Markup, State]:
+    """Markup for ``text`` starting inside a code fence (``state``) or not, and the state it ends
+    in: a long reply is rendered in frozen chunks, and the fence carries from one to the next."""
     out: Markup = []
-    for i, line in enumerate(text.split("\n")):
-        if i:
-            out.append(("assistant", "\n"))
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
         stripped = line.strip()
         if stripped.startswith("```"):
-            in_code = not in_code
-            lang = stripped[3:].strip()
-            out.append(("md_fence", "┌─ " + (lang or "code") if in_code else "└─"))
+            if i:
+                out.append(("assistant", "\n"))
+            if state is None:
+                lang = stripped[3:].strip().split(" ", 1)[0].lower()
+                state = Fence(lang)
+                out.append(("md_fence", "┌─ " + (lang or "code")))
+            else:
+                state = None
+                out.append(("md_fence", "└─"))
+            i += 1
             continue
-        if in_code:
-            out.append(("md_fence", "│ "))
-            out.append(("md_code", line))
+        if state is not None:
+            end = i
+            while end < len(lines) and not lines[end].lstrip().startswith("```"):
+                end += 1
+            code = lines[i:end]
+            for k, parts in enumerate(_code_lines(state, code)):
+                if i + k:
+                    out.append(("assistant", "\n"))
+                out.append(("md_fence", "│ "))
+                out.extend(parts)
+            kept = (state.context + "\n".join(code) + "\n").split("\n")[-CONTEXT_LINES - 1:]
+            state = Fence(state.lang, "\n".join(kept))
+            i = end
             continue
+        if i:
+            out.append(("assistant", "\n"))
+        i += 1
         h = _HEADING.match(line)
         if h:
             out.append(("md_h", h.group(2)))
@@ -70,4 +149,103 @@ def render_state(text: str, in_code: bool = False) -> tuple[Markup, bool]:
             out.extend(inline(n.group(3)))
             continue
         out.extend(inline(line))
-    return out, in_code
+    return out, state
+
+
+def scan(text: str, state: State = None) -> State:
+    """The state ``render_state(text, state)`` ends in, without rendering: a frozen chunk's
+    markup is only made when it is first drawn, but the next chunk needs its fence at once."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        i += 1
+        if stripped.startswith("```"):
+            state = Fence(stripped[3:].strip().split(" ", 1)[0].lower()) if state is None else None
+            continue
+        if state is not None:
+            end = i - 1
+            while end < len(lines) and not lines[end].lstrip().startswith("```"):
+                end += 1
+            kept = (state.context + "\n".join(lines[i - 1:end]) + "\n").split("\n")[-CONTEXT_LINES - 1:]
+            state = Fence(state.lang, "\n".join(kept))
+            i = end
+    return state
+
+
+def _code_lines(fence: Fence, code: list[str]) -> list[Markup]:
+    """One markup list per code line: coloured when the fence names a language Pygments knows,
+    else plain ``md_code``. The complete lines are lexed once (cached), the last line (which may
+    still be growing) with only a few lines before it."""
+    if not fence.lang or _lexer(fence.lang) is None or not code:
+        return [[("md_code", line)] if line else [] for line in code]
+    head = "\n".join(code[:-1])
+    out: list[Markup] = [list(parts) for parts in _highlight(fence.lang, fence.context, head)] if len(code) > 1 else []
+    before = (fence.context + head + "\n" if len(code) > 1 else fence.context).split("\n")
+    near = "\n".join(before[-PARTIAL_CONTEXT - 1:])
+    out.append(_highlight_uncached(fence.lang, near, code[-1])[0])
+    return out
+
+
+@lru_cache(maxsize=16)
+def _highlight(lang: str, context: str, code: str) -> tuple[tuple[tuple[str, str], ...], ...]:
+    return tuple(tuple(parts) for parts in _highlight_uncached(lang, context, code))
+
+
+def _highlight_uncached(lang: str, context: str, code: str) -> list[Markup]:
+    """Lex ``context + code`` and return the markup of ``code``'s lines only (a newline is added:
+    some lexers, diff's for one, only know a line once it ends)."""
+    lexer = _lexer(lang)
+    assert lexer is not None
+    skip = context.count("\n")
+    lines: list[Markup] = [[] for _ in range(code.count("\n") + 1)]
+    row = -skip
+    for ttype, value in lexer.get_tokens(context + code + "\n"):
+        attr = _attr(ttype)
+        for n, piece in enumerate(value.split("\n")):
+            if n:
+                row += 1
+            if piece and 0 <= row < len(lines):
+                line = lines[row]
+                if line and line[-1][0] == attr:
+                    line[-1] = (attr, line[-1][1] + piece)
+                else:
+                    line.append((attr, piece))
+    return lines
+
+
+_LEXERS: dict[str, Any] = {}
+_ATTRS: dict[Any, str] = {}
+_TABLE: dict[Any, str] = {}
+
+
+def _lexer(lang: str) -> Any:
+    """The Pygments lexer for ``lang`` (None when Pygments or the language is unknown), cached."""
+    if lang in _LEXERS:
+        return _LEXERS[lang]
+    lexer = None
+    try:
+        from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped,unused-ignore]
+        from pygments.token import string_to_tokentype  # type: ignore[import-untyped,unused-ignore]
+        from pygments.util import ClassNotFound  # type: ignore[import-untyped,unused-ignore]
+
+        if not _TABLE:
+            _TABLE.update({string_to_tokentype(name): attr for name, attr in SYNTAX.items()})
+        try:
+            lexer = get_lexer_by_name(lang, stripnl=False, ensurenl=False)
+        except ClassNotFound:
+            lexer = None
+    except ImportError:
+        lexer = None
+    _LEXERS[lang] = lexer
+    return lexer
+
+
+def _attr(ttype: Any) -> str:
+    found = _ATTRS.get(ttype)
+    if found is None:
+        t = ttype
+        while t not in _TABLE and t.parent is not None:
+            t = t.parent
+        found = _ATTRS[ttype] = _TABLE.get(t, "syn_text")
+    return found

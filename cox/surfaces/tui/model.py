@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.policy.sanitize import sanitize
+
+if TYPE_CHECKING:
+    from .worktree import GitState
 
 _MODE_NOTICE = re.compile(r"permission mode (\w+)")
 _PRESET_NOTICE = re.compile(r"^mode (\w+): permission mode \w+, main turns on (\S+)")
@@ -40,6 +43,9 @@ class Block:
     last_line: str = ""
     output: str = ""  # the result's visible text (sanitized), shown when rows are expanded
     level: str = "info"
+    # thinking blocks: unfolded on their own (Ctrl+T), apart from Ctrl+O's expand-everything
+    unfolded: bool = False
+    live: bool = False  # the reply or thinking block deltas still extend
 
     def touch(self) -> None:
         self.version += 1
@@ -62,6 +68,12 @@ class Status:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     mcp: list[dict[str, Any]] = field(default_factory=list)  # session_started's ``mcp_servers``
+    running: list[str] = field(default_factory=list)  # names of the tools running now, in call order
+    # the cwd's git state (``worktree.probe``), refreshed off the UI thread at start and after each turn
+    git: GitState | None = None
+    # Seam for subagents (a later issue): the names of the subagents running now, shown like
+    # running tools once the session reports them. Nothing sets it yet.
+    subagents: list[str] = field(default_factory=list)
 
     def mcp_summary(self) -> str:
         """``mcp 2✓ 1✗ 1…``: servers ready, failed, still starting or restarting; "" without any."""
@@ -87,7 +99,7 @@ class Model:
     # ------------------------------------------------------------ local actions
 
     def add(self, kind: str, text: str, **kw: Any) -> Block:
-        self._open = None
+        self._close()
         block = Block(kind=kind, text=text, **kw)
         self.blocks.append(block)
         return block
@@ -113,25 +125,19 @@ class Model:
         elif t == "user_message":
             self._user_message(event)
         elif t in ("text_delta", "thinking_delta"):
-            kind = "assistant" if t == "text_delta" else "thinking"
-            if self._open is None or self._open.kind != kind:
-                self._open = None
-                self.blocks.append(Block(kind=kind))
-                self._open = self.blocks[-1]
-            self._open.text += sanitize(event.text)
-            self._open.touch()
+            self.deltas(t, [event.text])
         elif t == "tool_call_requested":
             call = event.call
             subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), st.cwd)
             self.tools[call.id] = self.add("tool", "", call_id=call.id, name=sanitize(call.name),
                                            subject=sanitize(_one_line(subject)))
-            st.running_tools = self._running()
+            self._running()
         elif t == "approval_required":
             waiting = self.tools.get(event.call.id)
             if waiting is not None:
                 waiting.state = "waiting"
                 waiting.touch()
-            st.running_tools = self._running()
+            self._running()
         elif t == "tool_call_output":
             out = self.tools.get(event.call_id)
             if out is not None:
@@ -141,7 +147,7 @@ class Model:
                     out.touch()
         elif t == "tool_call_done":
             self._tool_done(event)
-            st.running_tools = self._running()
+            self._running()
         elif t == "notice":
             msg = sanitize(event.message)
             found = _MODE_NOTICE.search(msg)
@@ -175,30 +181,62 @@ class Model:
         elif t == "checkpoint":
             pass
         elif t == "question":
-            self.add("notice", f"question: {sanitize(event.prompt)} (answer with the plain surface: cox --plain)")
+            lines = [x for x in sanitize(event.prompt).splitlines() if x.strip()]  # the modal shows it whole
+            step = next((x for x in lines if re.match(r"\(\d+/\d+\) |send |open  ", x)), lines[0] if lines else "")
+            asks = f"{sanitize(event.source or 'cox')} asks: "
+            text = asks + _one_line(step, 90)
+            last = self.blocks[-1] if self.blocks else None
+            if last is not None and last.kind == "notice" and last.text.startswith(asks):
+                last.text = text  # one line per request, showing its latest step
+                last.touch()
+            else:
+                self.add("notice", text)
         elif t == "turn_done":
             st.turn_running = False
             for block in self.tools.values():
                 if block.state in ("running", "waiting"):
                     block.state, block.detail = "aborted", "interrupted"
                     block.touch()
-            st.running_tools = 0
+            self._running()
             stop = event.stop.value
             if stop != "end_turn":
                 self.add("turn", f"turn {event.turn}: {stop}" + (f" ({sanitize(event.reason)})" if event.reason else ""))
             else:
-                self._open = None
+                self._close()
+
+    def deltas(self, kind: str, texts: list[str]) -> None:
+        """Extend the open reply (``text_delta``) or thinking (``thinking_delta``) block with a run
+        of deltas at once: the UI applies a frame's worth of deltas with one join, not one string
+        copy of the whole reply per delta. Each piece is sanitized on its own, as it arrived."""
+        kind = "assistant" if kind == "text_delta" else "thinking"
+        if self._open is None or self._open.kind != kind:
+            self._close()
+            self._open = Block(kind=kind, live=True)
+            self.blocks.append(self._open)
+        self._open.text += "".join(map(sanitize, texts))
+        self._open.touch()
 
     def replay(self, events: list[dict[str, Any]]) -> int:
         """Show a resumed session's earlier transcript from its rollout's event dicts: user
         messages, assistant text (from ``assistant_message``; the deltas it repeats are skipped),
-        tool rows, notices of compactions and rewinds, and the usage totals. Returns the number of
+        tool rows, notices of compactions and rewinds, and the usage totals. Turns a rewind of the
+        conversation took back are not shown again (the rewind's notice is). Returns the number of
         events shown; undecodable lines are skipped. The status ends idle."""
         from cox.protocol.messages import ProtocolError, decode_event
 
         shown = 0
+        starts: dict[int, int] = {}  # turn -> index of its first block
         for raw in events:
             kind = raw.get("type")
+            if kind == "turn_started":
+                turn = raw.get("turn")
+                if isinstance(turn, int):
+                    starts[turn] = len(self.blocks)
+            elif kind == "rewound" and raw.get("what", "both") in ("conversation", "both"):
+                to = raw.get("to_turn")
+                if isinstance(to, int) and to in starts:
+                    self._cut(starts[to])
+                    starts = {t: i for t, i in starts.items() if t < to}
             if kind == "assistant_message":
                 text = "".join(str(b.get("text", "")) for b in raw.get("content", [])
                                if isinstance(b, dict) and b.get("type") == "text")
@@ -219,14 +257,28 @@ class Model:
                 continue
             self.apply(event)
             shown += 1
-        self._open = None
+        self._close()
         self.status.turn_running = False
         for block in self.tools.values():
             if block.state in ("running", "waiting"):
                 block.state, block.detail = "aborted", "interrupted"
                 block.touch()
-        self.status.running_tools = 0
+        self._running()
         return shown
+
+    def _cut(self, index: int) -> None:
+        """Drop the blocks from ``index`` on (a rewound part of a replayed transcript)."""
+        gone = {id(b) for b in self.blocks[index:]}
+        del self.blocks[index:]
+        self.tools = {k: b for k, b in self.tools.items() if id(b) not in gone}
+        self._open = None
+
+    def _close(self) -> None:
+        """No delta extends the open block any more (it is drawn as finished)."""
+        if self._open is not None:
+            self._open.live = False
+            self._open.touch()
+            self._open = None
 
     def clear(self) -> None:
         """/clear: forget the visible transcript (the session's history is untouched)."""
@@ -275,8 +327,11 @@ class Model:
         block.detail = " · ".join(parts)
         block.touch()
 
-    def _running(self) -> int:
-        return sum(1 for b in self.tools.values() if b.state == "running")
+    def _running(self) -> None:
+        """The status's running tools: their count and names (in the order they were called)."""
+        names = [b.name for b in self.tools.values() if b.state == "running"]
+        self.status.running = names
+        self.status.running_tools = len(names)
 
     # ------------------------------------------------------------ plain text
 

@@ -1,0 +1,86 @@
+"""The status line's worktree segment: the branch of the folder cox works in, the lines its
+uncommitted changes add and remove, and the linked worktree's name when it is one:
+``⎇ t42 +3 −1 · ⧉ t42``.
+
+``probe`` runs git (a few short commands), so the TUI calls it on a thread of its own, at start
+and after each turn, never per frame. No git, or not a repository: ``None``, and no segment.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+
+TIMEOUT_S = 5.0
+UNTRACKED_FILES = 200  # untracked files whose lines count as added, at most
+UNTRACKED_BYTES = 1 << 20  # larger untracked files are not counted
+
+
+@dataclass(frozen=True)
+class GitState:
+    branch: str  # the branch, or the short commit id when HEAD is detached
+    added: int = 0  # lines added by uncommitted changes (untracked files included)
+    removed: int = 0
+    worktree: str = ""  # the linked worktree's name ("" in the main checkout)
+
+    def segment(self) -> str:
+        out = f"⎇ {self.branch}"
+        if self.added or self.removed:
+            out += f" +{self.added} −{self.removed}"
+        if self.worktree:
+            out += f" · ⧉ {self.worktree}"
+        return out
+
+
+def _git(cwd: str, *args: str) -> str | None:
+    try:
+        p = subprocess.run(["git", "-C", cwd, *args], capture_output=True, timeout=TIMEOUT_S,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return p.stdout.decode("utf-8", "replace") if p.returncode == 0 else None
+
+
+def probe(cwd: str) -> GitState | None:
+    """The git state of ``cwd``; None when git is missing or ``cwd`` is not in a work tree."""
+    where = _git(cwd, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+    if where is None:
+        return None
+    parts = where.splitlines()
+    if len(parts) < 3:
+        return None
+    top, git_dir, common = parts[:3]
+    linked = os.path.realpath(git_dir) != os.path.realpath(common)
+    branch = (_git(cwd, "symbolic-ref", "--short", "-q", "HEAD") or "").strip()
+    if not branch:
+        branch = (_git(cwd, "rev-parse", "--short", "HEAD") or "").strip() or "HEAD"
+    added = removed = 0
+    stats = [_git(cwd, "diff", "--numstat", "HEAD")]
+    if stats[0] is None:  # no commit yet: what is staged and what is not
+        stats = [_git(cwd, "diff", "--numstat", "--cached"), _git(cwd, "diff", "--numstat")]
+    for text in stats:
+        for line in (text or "").splitlines():
+            a, _, rest = line.partition("\t")
+            r = rest.partition("\t")[0]
+            if a.isdigit() and r.isdigit():  # binary files show "-"
+                added += int(a)
+                removed += int(r)
+    others = _git(cwd, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
+    for name in [n for n in (others or "").split("\0") if n][:UNTRACKED_FILES]:
+        added += _lines(os.path.join(top, name))
+    return GitState(branch=branch, added=added, removed=removed,
+                    worktree=os.path.basename(top.rstrip("/")) if linked else "")
+
+
+def _lines(path: str) -> int:
+    try:
+        if os.path.getsize(path) > UNTRACKED_BYTES:
+            return 0
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return 0
+    if b"\0" in data:
+        return 0
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
