@@ -24,6 +24,8 @@ from .runtime import SessionHandle
 
 EXIT_OK, EXIT_ERROR, EXIT_DENIED, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4
 
+FLUSH_EVERY_S = 0.002  # the longest a stream-json line waits in the stdout buffer under a burst
+
 SUBTYPES = {
     "end_turn": "success",
     "max_turns": "error_max_turns",
@@ -207,6 +209,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
             reader.start()
         else:
             stdin_closed.set()
+        flushed = 0.0
         while True:
             try:
                 event, line = handle.events.get(timeout=idle_timeout)
@@ -224,8 +227,12 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 continue
             state.observe(event)
             printer.event(event, line)
-            if handle.events.empty():
-                out.flush()  # idle: show it now; under a burst, lines leave in big writes
+            now = time.monotonic()
+            if handle.events.empty() or now - flushed >= FLUSH_EVERY_S:
+                # Idle: show it now. Under a burst lines leave in big writes, but never sit in the
+                # buffer longer than FLUSH_EVERY_S (the first delta of a fast stream included).
+                out.flush()
+                flushed = now
             if event.type == "turn_done":
                 if interrupted.is_set():
                     state.stop = "interrupted"

@@ -165,7 +165,8 @@ def test_chaos_sessions_keep_their_invariants(tmp_path: Path, cox_home: Path) ->
                 events = [m.decode_event(x) for x in lines[:-1]]
                 check_invariants(Run(events=events))
                 rollout = read_rollout(cox_home / "sessions" / f"{sid}.jsonl")
-                assert [e["type"] for e in rollout.events] == [x["type"] for x in lines[:-1]]
+                assert [e["type"] for e in rollout.events] == [x["type"] for x in lines[:-1]], (
+                    f"rollout tail {rollout.events[-3:]} vs output tail {lines[-4:-1]}")
             except AssertionError as exc:
                 failures.append(f"session {i}: {exc}")
                 break

@@ -195,6 +195,9 @@ class SessionActor(CoxActor):
         self.sandbox_warned = False
         self.cp: Any = None
         self.cp_state = "on" if settings.checkpoints else "off"
+        self.cp_lock = threading.Lock()
+        self.markers: list[threading.Thread] = []
+        self.marker_warnings: list[str] = []
         # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
         self.tool_extra: dict[str, Any] = {
             "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
@@ -249,6 +252,7 @@ class SessionActor(CoxActor):
     def on_stop(self) -> None:
         self._shutdown_turn()
         self._cancel_questions()
+        self._settle_markers()
         if self.cp is not None:
             self.cp.close()
         stopped = self.jobs.stop_all()
@@ -503,6 +507,7 @@ class SessionActor(CoxActor):
         if self.active is not None:
             self.emit(m.Notice(level="warning", message="cannot rewind while a turn runs; interrupt it first"))
             return
+        self._settle_markers()
         # Code can go back to any checkpointed turn, a rewind's own included (that is how a rewind
         # is undone); the conversation only to a turn it still has.
         known = sub.to_turn in self.turn_starts or (sub.what == "code" and 1 <= sub.to_turn <= self.last_turn + 1)
@@ -588,15 +593,38 @@ class SessionActor(CoxActor):
         self._mark(turn.turn, text)
 
     def _mark(self, turn: int, text: str) -> None:
-        cp = self._checkpointer()
-        if cp is None:
+        """The turn's /rewind marker, written on a short thread of its own: the first one also
+        makes the checkpointer (git --version, the db connection, 5–20 ms), and the reply's first
+        deltas must not queue behind it on this thread. The checkpointer is thread-safe; a
+        warning waits in ``marker_warnings`` so that only this thread emits."""
+        if self.cp_state == "off":
             return
-        from cox.actors.store.checkpoints import CheckpointError
+        notify = self.marker_warnings.append  # emitted by _settle_markers, on this thread
 
-        try:
-            cp.marker(self.s.session_id, turn, text)
-        except CheckpointError as exc:
-            self.emit(m.Notice(level="warning", message=f"checkpoint marker failed: {exc}"))
+        def work() -> None:
+            from cox.actors.store.checkpoints import CheckpointError
+
+            cp = self._checkpointer(notify)
+            if cp is None:
+                return
+            try:
+                cp.marker(self.s.session_id, turn, text)
+            except CheckpointError as exc:
+                notify(f"checkpoint marker failed: {exc}")
+
+        thread = threading.Thread(target=work, name=f"cox-marker-{turn}", daemon=True)
+        self.markers.append(thread)
+        thread.start()
+
+    def _settle_markers(self) -> None:
+        """Wait for the markers (one db row each; bounded so a stuck disk cannot hang the
+        session) and show their warnings: called before a turn's turn_done, so a warning is part
+        of its turn, and before a rewind reads the markers."""
+        for thread in self.markers:
+            thread.join(timeout=5)
+        self.markers = [t for t in self.markers if t.is_alive()]
+        while self.marker_warnings:
+            self.emit(m.Notice(level="warning", message=self.marker_warnings.pop(0)))
 
     def _sample(self, turn: Turn) -> None:
         if turn.scope.cancelled:
@@ -812,22 +840,27 @@ class SessionActor(CoxActor):
             raise RuntimeError("the store is not running")
         return str(store.ask(("archive_put", data), timeout=30))
 
-    def _checkpointer(self) -> Any:
-        """The session's checkpointer, made on first need; None (after one warning) without git."""
-        if self.cp_state == "off":
-            return None
-        if self.cp is None:
-            from cox.actors.store.checkpoints import Checkpointer
-            from cox.actors.store.layout import Layout, cox_home
-
-            ok, why = Checkpointer.available()
-            if not ok:
-                self.cp_state = "off"
-                self.emit(m.Notice(level="warning", message=f"no checkpoints in this session ({why}); "
-                                                            "/rewind cannot restore code"))
+    def _checkpointer(self, notify: Callable[[str], None] | None = None) -> Any:
+        """The session's checkpointer, made on first need (by this thread or a marker thread,
+        hence the lock); None (after one warning, through ``notify`` off this thread) without git."""
+        with self.cp_lock:
+            if self.cp_state == "off":
                 return None
-            self.cp = Checkpointer(Layout(self.s.cox_home or cox_home()), self.s.roots[0])
-        return self.cp
+            if self.cp is None:
+                from cox.actors.store.checkpoints import Checkpointer
+                from cox.actors.store.layout import Layout, cox_home
+
+                ok, why = Checkpointer.available()
+                if not ok:
+                    self.cp_state = "off"
+                    warning = f"no checkpoints in this session ({why}); /rewind cannot restore code"
+                    if notify is None:
+                        self.emit(m.Notice(level="warning", message=warning))
+                    else:
+                        notify(warning)
+                    return None
+                self.cp = Checkpointer(Layout(self.s.cox_home or cox_home()), self.s.roots[0])
+            return self.cp
 
     def _warn_sandbox_once(self) -> None:
         if self.sandbox_warned or self.s.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
@@ -1026,6 +1059,7 @@ class SessionActor(CoxActor):
         self._cancel_questions()
         if turn.ran_commands:
             _reap_later(turn.processes)
+        self._settle_markers()
         self.emit(m.TurnDone(turn=turn.turn, stop=stop, reason=reason))
         if self.closing:
             return
