@@ -168,6 +168,10 @@ class ProviderStreamActor(CoxActor):
                     if shown:
                         kind = "s_text" if isinstance(d, TextPart) else "s_thinking"
                         self.reply_to.tell((kind, sid, shown))
+                        if not emitted:
+                            # Hand the GIL over once: the session relays the first delta now
+                            # instead of after this thread's next switch interval of parsing.
+                            time.sleep(0)
                         emitted = True
             except ProviderError as exc:
                 if self.cancel.cancelled:

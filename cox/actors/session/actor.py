@@ -671,8 +671,11 @@ class SessionActor(CoxActor):
         turn = self._current(stream_id)
         if turn is not None:
             turn.partial.append(text)
+            first = not turn.stream_emitted
             turn.stream_emitted = True
             self.emit(m.TextDelta(text=text))
+            if first:
+                time.sleep(0)  # hand the GIL to the surface: the reply's first words show now
 
     def _on_s_thinking(self, stream_id: int, text: str) -> None:
         turn = self._current(stream_id)
