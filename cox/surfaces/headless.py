@@ -242,8 +242,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         if interrupted.is_set():
             state.stop = "interrupted"
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         try:
             printer.result(state)
         except (BrokenPipeError, ValueError):

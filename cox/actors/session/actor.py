@@ -240,7 +240,8 @@ class SessionActor(CoxActor):
 
                 first = datetime.date.today().replace(day=1)
                 since = datetime.datetime.combine(first, datetime.time()).timestamp()
-                self.month_spent = float(store.ask(("spent_since", since), timeout=10))
+                spent: Any = store.ask(("spent_since", since), timeout=10)
+                self.month_spent = float(spent)
         self.emit(m.SessionStarted(
             session_id=self.s.session_id, cwd=str(self.s.cwd), model=self.s.model,
             permission_mode=self.mode, tools=sorted(self.tools), mcp_servers=self.s.mcp_servers,
