@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cox.actors.session.questions import options_of
 from cox.policy.sanitize import sanitize
 
 __all__ = ["Shape", "shape"]
@@ -42,9 +43,9 @@ class Shape:
 
 
 def _options(prop: dict[str, Any]) -> list[tuple[str, str]] | None:
-    source = prop.get("items") if prop.get("type") == "array" else prop
-    if not isinstance(source, dict):
-        return None
+    """The field's choices as the session reads them, with labels made safe to draw."""
+    found = options_of(prop)
+    return None if found is None else [(value, sanitize(label)) for value, label in found]
     enum = source.get("enum")
     if isinstance(enum, list) and enum:
         names = source.get("enumNames")
