@@ -46,16 +46,6 @@ def _options(prop: dict[str, Any]) -> list[tuple[str, str]] | None:
     """The field's choices as the session reads them, with labels made safe to draw."""
     found = options_of(prop)
     return None if found is None else [(value, sanitize(label)) for value, label in found]
-    enum = source.get("enum")
-    if isinstance(enum, list) and enum:
-        names = source.get("enumNames")
-        labels = names if isinstance(names, list) and len(names) == len(enum) else enum
-        return [(str(v), sanitize(str(n))) for v, n in zip(enum, labels, strict=True)]
-    for key in ("oneOf", "anyOf"):
-        items = source.get(key)
-        if isinstance(items, list) and items and all(isinstance(i, dict) and "const" in i for i in items):
-            return [(str(i["const"]), sanitize(str(i.get("title") or i["const"]))) for i in items]
-    return None
 
 
 def shape(event: Any) -> Shape:
