@@ -8,7 +8,12 @@ Prints, from one run:
 - the same call through a bare SDK ``ClientSession`` over ``stdio_client``, in this process —
   the difference of the medians is the actor's overhead (goal ≤ 1 ms);
 - the time from SIGKILL of the server to the first successful call on the restarted one
-  (median of 5).
+  (median of 5);
+- launch → first model request of ``cox run -p`` with the test server configured, cold (no
+  cached tool listing: the server is waited for) and warm (listing cached: it starts in the
+  background), against the loopback model API of ``tests/provider/loopback.py`` as
+  ``bench/provider.py`` measures it, next to the same run with no MCP server (median of 5 each;
+  goal: warm within a few ms of no server, ≤ 150 ms).
 
 A benchmark prints figures; it never asserts.
 
@@ -22,6 +27,7 @@ import logging
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -124,9 +130,43 @@ async def bare_session(n: int) -> list[float]:
     return samples
 
 
+def first_request(runs: int = 5) -> dict[str, float]:
+    """Launch → first model request (ms, median of ``runs``) of ``cox run -p x``: with no MCP
+    server, with one never listed before (cold: a fresh $COX_HOME each run), and with its listing
+    cached (warm: the same $COX_HOME again)."""
+    from bench.provider import anthropic_text, env_for
+    from tests.provider.loopback import Loopback, Reply
+
+    ws = Path(tempfile.mkdtemp(prefix="cox-bench-mcp-"))
+    times: dict[str, list[float]] = {"no MCP server": [], "1 MCP server, cold (no cached listing)": [],
+                                     "1 MCP server, warm (listing cached)": []}
+    with Loopback() as api:
+        def once(home: Path) -> float:
+            api.add(Reply(anthropic_text(["hi"])))
+            env = {**env_for("anthropic", api, home), "HOME": str(ws)}  # no ~/.claude.json servers
+            started = time.time()
+            subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "x"], cwd=ws, env=env,
+                           capture_output=True, check=False, timeout=60)
+            return (api.requests[-1]["at"] - started) * 1000
+
+        for i in range(runs):
+            plain = ws / f"plain-{i}"
+            plain.mkdir()
+            times["no MCP server"].append(once(plain))
+            home = ws / f"home-{i}"
+            home.mkdir()
+            (home / "config.toml").write_text(
+                f'[mcp.servers.t]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n')
+            times["1 MCP server, cold (no cached listing)"].append(once(home))
+            times["1 MCP server, warm (listing cached)"].append(once(home))
+    return {label: statistics.median(samples) for label, samples in times.items()}
+
+
 def main() -> None:
     logging.disable(logging.WARNING)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    for label, ms in first_request().items():
+        print(f"{'launch -> first request, ' + label:<58} p50 {ms:8.1f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         actor, recover = through_actor(n, Path(tmp))
     bare = asyncio.run(bare_session(n))

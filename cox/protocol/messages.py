@@ -14,6 +14,7 @@ from .types import (
     Decision,
     NoticeLevel,
     PermissionMode,
+    QuestionCloseReason,
     RewindWhat,
     StopReason,
     ToolCall,
@@ -210,6 +211,19 @@ class Question(Record):
 
 
 @record
+class QuestionClosed(Record):
+    """An open ``Question`` ended without the surface's answer, so a surface stops asking it.
+    ``reason``: ``withdrawn`` (the asker took it back: an MCP server cancelled its request, or
+    the call or connection it came from ended first), ``interrupted`` (the turn was interrupted),
+    ``turn_ended`` (the turn ended otherwise) or ``session_closed``. An ``Answer`` to it that
+    was already on its way is ignored."""
+
+    type: Literal["question_closed"] = "question_closed"
+    question_id: str
+    reason: QuestionCloseReason
+
+
+@record
 class Notice(Record):
     type: Literal["notice"] = "notice"
     level: NoticeLevel = "info"
@@ -260,6 +274,7 @@ Event = (
     | CheckpointEvent
     | Compacted
     | Question
+    | QuestionClosed
     | Notice
     | UsageEvent
     | TurnDone

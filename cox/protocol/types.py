@@ -152,3 +152,5 @@ class Usage(Record):
 
 NoticeLevel = Literal["info", "warning", "security", "error"]
 RewindWhat = Literal["code", "conversation", "both"]
+QuestionCloseReason = Literal["withdrawn", "interrupted", "turn_ended", "session_closed"]
+"""Why an open question ended without the person's answer (``QuestionClosed.reason``)."""

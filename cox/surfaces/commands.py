@@ -45,6 +45,8 @@ class Prepared:
     engine: Any
     settings: Any
     resumed: Any
+    mcp: Any = None
+    """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -122,7 +124,12 @@ def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dic
     ``mcp`` supervisor; a server that fails is a warning and an absence) and the two resource
     tools (``list_mcp_resources``, ``read_mcp_resource``). The MCP SDK is imported only when a
     server is configured, so plain runs do not pay for it. ``interactive``: a person can answer
-    a server's elicitation (TUI, --plain), so the client declares it; ``cox run -p`` does not."""
+    a server's elicitation (TUI, --plain), so the client declares it; ``cox run -p`` does not.
+
+    The first model request does not wait for a server whose tool listing is cached
+    (``cox.actors.mcp.cache``): its tools are built from the cache, and it starts in the
+    background (even the SDK import happens there); a call of one of its tools waits for it. Only
+    a server never listed before is waited for, at most ``mcp.startup_timeout_s``."""
     tools = _tools()
     from cox.actors.mcp.config import load_servers
 
@@ -136,8 +143,10 @@ def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dic
     sandbox = SandboxPolicy(s.sandbox_mode, tuple([*s.roots, *s.writable_roots]), True)
     manager = start_mcp(app.root, servers, timeout_s=prep.config.mcp.timeout_s,
                         startup_timeout_s=prep.config.mcp.startup_timeout_s, cwd=prep.cwd, sandbox=sandbox,
-                        log_dir=prep.layout.logs, elicitation=interactive)
-    manager.wait_settled()
+                        log_dir=prep.layout.logs, elicitation=interactive, background=True)
+    prep.mcp = manager
+    app.on_close.append(manager.cancel_launch)
+    manager.wait_settled(cached_ok=True)
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():  # a person who can use a browser
         from .mcp_login import login_at_start
 
@@ -199,6 +208,7 @@ def cmd_interactive(args: Any) -> int:
         s = prep.settings
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                        status={"model": s.model, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
+                               **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
                                "context_window": describe(s.model, s.model_overrides).context_window,
                                "tier": "think" if s.preset == "architect" else "code",
                                **({"rollout": str(prep.layout.rollout(s.session_id))} if prep.resumed else {})})

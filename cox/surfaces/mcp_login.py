@@ -7,7 +7,9 @@ URL, opens the browser (``webbrowser``, which honours ``BROWSER``), takes the re
 ``cox/mcp/<name>``, else ``$COX_HOME/mcp-auth/<name>.json``). Exit codes: 0 logged in (or the
 server asked for no login), 1 the login failed (the message says what to do), 2 bad usage.
 
-``logout`` forgets the server's token (and its client registration). Exit 0 either way.
+``logout`` revokes the server's token at its authorization server when that advertises a
+``revocation_endpoint`` (RFC 7009; best effort, every wait bounded) and always forgets it here
+(and its client registration). Exit 0 either way.
 """
 
 from __future__ import annotations
@@ -63,10 +65,25 @@ def logout(servers: dict[str, Any], args: Any) -> int:
     from cox.actors.mcp.tokens import TokenStore
 
     name = args.server
-    if TokenStore().delete(name):
-        print(f"logged out of mcp server '{name}': its token is forgotten")
-    else:
+    store = TokenStore()
+    record = store.load(name)
+    why_not: str | None = "there was no token to revoke"
+    if record is not None and record.get("tokens"):
+        from cox.actors.mcp.auth import revoke
+
+        try:
+            why_not = revoke(record)
+        except Exception as err:  # noqa: BLE001 - best effort: the local copy goes regardless
+            why_not = str(err) or type(err).__name__
+    if not store.delete(name) and record is None:
         print(f"no login stored for mcp server '{name}'")
+        return 0
+    if why_not is None:
+        print(f"logged out of mcp server '{name}': its authorization server revoked the token, and it is "
+              "forgotten here")
+    else:
+        print(f"logged out of mcp server '{name}': its token is forgotten here (not revoked at the "
+              f"authorization server: {why_not})")
     return 0
 
 

@@ -1,22 +1,39 @@
 """The line-mode surface: ``cox`` (and ``cox --resume ID``) in any terminal, and for screen
 readers. It sends Submissions and renders Events like every other surface: type a message and
 press Enter; approvals ask y/s/n/e; Ctrl+C interrupts a running turn; Ctrl+D or /quit leaves.
+
+A question (an MCP server's elicitation) can close while its prompt waits for a line
+(``QuestionClosed``: the server withdrew it, the turn was interrupted). The prompt then stops
+waiting, and what was typed for it must not answer whatever is asked next. Why stdin is read
+the way :class:`Lines` reads it, and not by a thread blocked in ``readline``: such a thread
+holds a read in flight when the question closes, and the line it returns next — the end of the
+withdrawn answer, or a line typed for the next prompt, there is no telling which — would land
+on the next question (or be sent to the model). :class:`Lines` only ever takes a *complete*
+line from the terminal (``select`` says one is there; the terminal's line discipline holds a
+half-typed line until Enter), so nothing is in flight when a question closes; what was typed
+for it (a half-typed line, or a line finished as it closed) is then discarded from the
+terminal's input queue (``tcflush``) and the notice says so. Input from a pipe or a file is
+left alone: it is a script, and its next line is meant for the next prompt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import queue
+import select
 import signal
 import sys
 import threading
+from collections import deque
 from typing import IO, Any
 
 from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
-from .questions import shape
+from .questions import closed_text, shape
 from .runtime import SessionHandle
 from .transcript import Transcript
 
@@ -46,6 +63,70 @@ def _answer(call: Any, reason: str, ask: Any, out: IO[str]) -> m.Approve:
             out.write("  that is not a JSON object; try again\n")
 
 
+class QuestionGone(Exception):
+    """The question being asked closed (``QuestionClosed``) before a line came."""
+
+
+class Lines:
+    """Lines from stdin, taken only when complete (see the module's docstring).
+
+    ``get(timeout)`` returns a line (without its newline), ``None`` when none came within
+    ``timeout`` (``None``: wait as long as it takes), and raises ``EOFError`` at the end of input. ``discard()`` drops what the
+    person typed but the program has not read (a terminal only). A stream without a usable file
+    descriptor (a ``StringIO``) or a platform without ``select`` on it is read with a plain,
+    blocking ``readline``."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.fd: int | None = None
+        self.tty = False
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+        self.buf = b""
+        self.eof = False
+        if os.name == "posix":
+            with contextlib.suppress(AttributeError, OSError, ValueError):
+                fd = stream.fileno()
+                select.select([fd], [], [], 0)  # a descriptor select cannot watch raises here
+                self.fd = fd
+                self.tty = os.isatty(fd)
+
+    def get(self, timeout: float | None) -> str | None:
+        if self.fd is None:
+            line = self.stream.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+        while b"\n" not in self.buf:
+            if self.eof:
+                if not self.buf:
+                    raise EOFError
+                rest, self.buf = self.buf, b""
+                return rest.decode(self.encoding, "replace")
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                self.eof = True
+            self.buf += chunk
+            timeout = 0.0
+        raw, _, self.buf = self.buf.partition(b"\n")
+        return raw.decode(self.encoding, "replace").rstrip("\r")
+
+    def discard(self) -> bool:
+        """Drop typed-ahead input of a terminal (a half-typed line included); True if done."""
+        if not self.tty or self.fd is None:
+            return False
+        import termios
+
+        try:
+            termios.tcflush(self.fd, termios.TCIFLUSH)
+        except (OSError, termios.error):
+            return False
+        self.buf = b""
+        return True
+
+
 def _question(event: Any, ask: Any, out: IO[str]) -> m.Answer:
     """One question (an MCP server's form field, review step or URL): ``question from
     mcp:<server>:``, the prompt, the choices; an empty line cancels the whole request (or keeps
@@ -59,7 +140,7 @@ def _question(event: Any, ask: Any, out: IO[str]) -> m.Answer:
     how = {"choice": "a number or a name", "multi": "numbers or names, separated by commas"}.get(q.kind, "")
     empty = "an empty line keeps the last answer" if q.keep else "an empty line cancels"
     hint = " · ".join(x for x in (how, empty, "" if q.step in ("review", "url") else "- for an empty answer") if x)
-    line = ask(f"  ({hint}) › ").strip()
+    line = ask(f"  ({hint}) › ", event.question_id).strip()
     if not line:
         return m.Answer(question_id=event.question_id, answer="") if q.keep else \
             m.Answer(question_id=event.question_id, declined=True)
@@ -118,14 +199,42 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
+    lines = Lines(stdin)
+    held: deque[tuple[Any, str]] = deque()  # events taken off the queue while a question waited
+    closed: dict[str, str] = {}  # question id -> reason, of closes that may still wait in ``held``
+    announced: set[str] = set()  # closes already said where their prompt waited
 
-    def ask(prompt: str) -> str:
+    def pump() -> None:
+        """Move the events that are already there to ``held``, noting closed questions."""
+        while True:
+            try:
+                item = handle.events.get_nowait()
+            except queue.Empty:
+                return
+            held.append(item)
+            if item[0].type == "question_closed":
+                closed[item[0].question_id] = item[0].reason
+
+    def ask(prompt: str, question_id: str | None = None) -> str:
+        """A line for ``prompt``. With ``question_id`` the wait ends with :class:`QuestionGone`
+        once that question closes, and with ``EOFError`` if the session stops."""
         out.write(prompt)
         out.flush()
-        line = stdin.readline()
-        if not line:
-            raise EOFError
-        return line.rstrip("\n")
+        while True:
+            line = lines.get(0.05 if question_id is not None else None)
+            if line is not None:
+                return line
+            if question_id is not None:
+                pump()
+                if question_id in closed:
+                    raise QuestionGone(question_id)
+                if not handle.alive():
+                    raise EOFError
+
+    def next_event(timeout: float) -> tuple[Any, str]:
+        if held:
+            return held.popleft()
+        return handle.events.get(timeout=timeout)  # type: ignore[no-any-return]
 
     interrupted = threading.Event()
 
@@ -149,7 +258,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
     try:
         while True:
             try:
-                event, _ = handle.events.get(timeout=0.05)
+                event, _ = next_event(0.05)
             except queue.Empty:
                 if not handle.alive():
                     out.write("  the session stopped\n")
@@ -174,6 +283,11 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
             if event.type == "user_message" and not event.steered:
                 in_turn = True
                 continue  # the person just typed it
+            if event.type == "question_closed":
+                closed.pop(event.question_id, None)
+                if event.question_id in announced:
+                    announced.discard(event.question_id)
+                    continue  # said where its prompt waited
             view.event(event)
             if event.type == "approval_required":
                 try:
@@ -181,8 +295,16 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                 except EOFError:
                     handle.interrupt()
             elif event.type == "question":
+                pump()
+                if event.question_id in closed:
+                    continue  # closed before its turn to be asked: its close line follows
                 try:
                     handle.submit(_question(event, ask, out))
+                except QuestionGone:
+                    dropped = lines.discard()
+                    announced.add(event.question_id)
+                    out.write(f"\n  {closed_text(event.source, closed[event.question_id])}"
+                              + ("; what was typed for it is dropped" if dropped else "") + "\n")
                 except EOFError:
                     handle.submit(m.Answer(question_id=event.question_id, declined=True))
             elif event.type == "turn_done":

@@ -13,6 +13,10 @@ module turns that into a :class:`Shape` the TUI modal and ``--plain`` both rende
 An empty answer (``""``, or ``[]`` for multi) means keep / default / skip: the session decides.
 Cancelling the whole request is ``Answer{declined: true}`` (Esc; an empty line in --plain).
 Everything the asker wrote is sanitized here, like any tool output.
+
+A question can also end without an answer: ``QuestionClosed{question_id, reason}`` (the server
+withdrew it, the turn was interrupted or ended, the session closed). A surface then stops asking
+it and says so in one line, :func:`closed_text`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from cox.actors.session.questions import options_of
 from cox.policy.sanitize import sanitize
 
-__all__ = ["Shape", "shape"]
+__all__ = ["Shape", "closed_text", "shape"]
 
 
 @dataclass
@@ -77,3 +81,14 @@ def shape(event: Any) -> Shape:
     elif prop.get("type") == "boolean":
         out.kind, out.options = "choice", [("yes", "yes"), ("no", "no")]
     return out
+
+
+def closed_text(source: str | None, reason: str) -> str:
+    """The one line a surface shows when a question closed without an answer
+    (``QuestionClosed``), e.g. ``mcp:github withdrew its question``."""
+    who = sanitize(source or "cox")
+    if reason == "withdrawn":
+        return f"{who} withdrew its question"
+    why = {"interrupted": "the turn was interrupted", "turn_ended": "the turn ended",
+           "session_closed": "the session is closing"}.get(reason, sanitize(reason))
+    return f"{who}'s question was closed: {why}"

@@ -38,6 +38,8 @@ class App:
         self.sessions = start_supervisor("sessions", strategy="one_for_one", max_restarts=100, period_s=1.0,
                                          parent=self.root)
         self._closed = False
+        self.on_close: list[Any] = []
+        """Callables run first thing in ``close()`` (the MCP manager's ``cancel_launch``)."""
 
     def store(self) -> pykka.ActorRef[Any] | None:
         return self.root.whereis("store")
@@ -65,6 +67,8 @@ class App:
             return
         self._closed = True
         try:
+            for hook in self.on_close:
+                hook()
             shutdown(timeout=timeout)  # the tree top-down, then anything left
         finally:
             import gc

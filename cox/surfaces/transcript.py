@@ -16,6 +16,7 @@ class Transcript:
         self.show = show_output_lines
         self.in_text = False
         self.calls: dict[str, Any] = {}
+        self.asking: dict[str, str] = {}  # open question id -> who asks (for its close line)
         self.cwd = ""
 
     def _end_text(self) -> None:
@@ -55,6 +56,13 @@ class Transcript:
             first = sanitize(r.visible.strip().splitlines()[0] if r.visible.strip() else "")
             timing = f" · {event.duration_ms / 1000:.1f} s" if event.duration_ms else ""
             w(f"  {mark} {name}{timing}  {_short(first, 100)}\n")
+        elif t == "question":
+            self.asking[event.question_id] = event.source or "cox"
+        elif t == "question_closed":
+            from .questions import closed_text
+
+            self._end_text()
+            w(f"  [question] {closed_text(self.asking.pop(event.question_id, None), event.reason)}\n")
         elif t == "notice":
             self._end_text()
             w(f"  [{event.level}] {sanitize(event.message)}\n")
@@ -63,6 +71,7 @@ class Transcript:
             w(f"  [error] {sanitize(event.message)}\n")
         elif t == "turn_done":
             self._end_text()
+            self.asking.clear()
             w(f"  — turn {event.turn}: {event.stop.value}" + (f" ({event.reason})" if event.reason else "") + "\n")
         self.out.flush()
 

@@ -122,6 +122,10 @@ def test_an_interrupt_cancels_the_question_and_the_call(app: App, tmp_path: Path
     run = run_session(tmp_path, cox_home, SIGNUP, "sign me up", tools=session_tools(manager), app=app,
                       mode=PermissionMode.BYPASS, react=react, timeout=30)
     assert run.of("turn_done")[-1].stop.value == "interrupted"
+    # The open question closes on every surface, before the turn ends, saying why.
+    asked, closed = run.of("question")[0], run.of("question_closed")
+    assert [(c.question_id, c.reason) for c in closed] == [(asked.question_id, "interrupted")]
+    assert run.types().index("question_closed") < run.types().index("turn_done")
     assert run.of("tool_call_done")[0].result.status is ToolStatus.ABORTED
     wait_for(lambda: answers(tmp_path) == ["cancelled"])  # the server's waiting request was cancelled
     # The connection is fine afterwards: the next call reaches the server and asks again.
@@ -138,7 +142,25 @@ def test_a_server_that_gives_up_withdraws_its_question(app: App, tmp_path: Path,
     run = run_session(tmp_path, cox_home, replies, "ask", tools=session_tools(manager), app=app,
                       mode=PermissionMode.BYPASS, timeout=30)
     assert len(run.of("question")) == 1
-    assert any(n.message == "mcp:e withdrew its question" for n in run.of("notice"))
+    asked, closed = run.of("question")[0], run.of("question_closed")
+    assert [(c.question_id, c.reason) for c in closed] == [(asked.question_id, "withdrawn")]
+    assert run.of("tool_call_done")[0].result.visible == "gave up waiting"
+    assert run.types().index("question_closed") < run.types().index("turn_done")
+
+
+def test_an_answer_to_a_withdrawn_question_is_ignored_quietly(app: App, tmp_path: Path, cox_home: Path) -> None:
+    # The person answers just as the server withdraws: the Answer reaches a closed question.
+    manager = connect(app, tmp_path, COX_TEST_WITHDRAW_S="0.5")
+    replies = [{"tool_calls": [{"id": "w1", "name": "mcp__e__withdraw", "input": {}}]}, {"text": "ok"}]
+
+    def react(event: Any, handle: Any, run: Any) -> None:
+        if event.type == "question_closed":
+            handle.submit(m.Answer(question_id=event.question_id, answer="too late"))
+
+    run = run_session(tmp_path, cox_home, replies, "ask", tools=session_tools(manager), app=app,
+                      mode=PermissionMode.BYPASS, react=react, timeout=30)
+    assert [c.reason for c in run.of("question_closed")] == ["withdrawn"]
+    assert not [n for n in run.of("notice") if "no open question" in n.message]
     assert run.of("tool_call_done")[0].result.visible == "gave up waiting"
 
 

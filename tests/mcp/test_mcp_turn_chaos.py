@@ -31,16 +31,23 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("mcp")]
 
 
 def _server_pids() -> list[int]:
+    """The test servers this process started (its children: another xdist worker's are not ours
+    to kill)."""
     pids = []
+    me = os.getpid()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if str(SERVER).encode() in f.read():
-                    pids.append(int(pid))
-        except OSError:
+                if str(SERVER).encode() not in f.read():
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
+        if ppid == me:
+            pids.append(int(pid))
     return pids
 
 

@@ -285,6 +285,116 @@ def test_session_skips_a_server_that_needs_login_and_does_not_restart_it(
     assert "mcp__prot__echo" in manager.tools()
 
 
+def _echo(manager: Any, text: str) -> Any:
+    """One call of the server's echo tool the way a session makes it (``McpTool.call``)."""
+    from cox.actors.tools.base import ToolEnv
+    from cox.protocol.types import ToolCall
+    from cox.supervisors import CancelScope
+
+    tool = manager.tools()["mcp__prot__echo"]
+    env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope(), extra={})
+    return tool.call(ToolCall(id="e", name=tool.name, input={"text": text}), env)
+
+
+def _logged_in_session(root: SupervisorHandle, cox_home: Path, protected: HttpMcp, tmp_path: Path) -> Any:
+    spec = _spec(protected)
+    login(spec, store=TokenStore(cox_home), timeout=10, open_browser=follow, say=lambda _s: None)
+    manager = start_mcp(root, {"prot": spec}, timeout_s=10, startup_timeout_s=10,
+                        trust=TrustStore(tmp_path / "trust.json"))
+    manager.wait_settled(10)
+    assert manager.state() == [{"name": "prot", "status": "ready"}]
+    first = _echo(manager, "first")
+    assert first.ok and "echo: first" in first.visible, first.visible
+    return manager
+
+
+def _restarts(manager: Any) -> int:
+    return int({c["name"]: c for c in manager.handle.which_children()}["prot"]["restarts"])
+
+
+def test_a_token_revoked_mid_session_is_refreshed_and_the_call_goes_through(
+        root: SupervisorHandle, cox_home: Path, auth: AuthServer, protected: HttpMcp, tmp_path: Path):
+    manager = _logged_in_session(root, cox_home, protected, tmp_path)
+    before = json.loads(record_file(cox_home, "prot").read_text())["tokens"]
+    auth.revoke_server_side()  # the access token is dead; cox's clock says it has 3h left
+    result = _echo(manager, "after the revocation")
+    assert result.ok and "echo: after the revocation" in result.visible, result.visible
+    assert auth.grants == ["authorization_code", "refresh_token"]
+    after = json.loads(record_file(cox_home, "prot").read_text())["tokens"]
+    assert after["access_token"] != before["access_token"], "the refreshed token is filed"
+    assert after["refresh_token"] != before["refresh_token"], "and the rotated refresh token with it"
+    assert manager.state() == [{"name": "prot", "status": "ready"}] and _restarts(manager) == 0
+    # The same at a connection's start (a new process with a token revoked meanwhile).
+    auth.revoke_server_side()
+    assert fetch_tools(_spec(protected), startup_timeout_s=10)
+    assert auth.grants == ["authorization_code", "refresh_token", "refresh_token"]
+
+
+def test_a_revoked_login_whose_refresh_is_refused_fails_the_call_with_the_login_sentence(
+        root: SupervisorHandle, cox_home: Path, auth: AuthServer, protected: HttpMcp, tmp_path: Path):
+    manager = _logged_in_session(root, cox_home, protected, tmp_path)
+    auth.revoke_server_side(refresh=True)  # the refresh token too: only a new login helps
+    sentence = "its login expired or was revoked; run `cox mcp login prot`"
+    result = _echo(manager, "after the revocation")
+    assert not result.ok and result.visible == f"mcp server 'prot': {sentence}", result.visible
+    assert auth.grants == ["authorization_code", "refresh_token"], "the refresh grant is tried once"
+    assert manager.state() == [{"name": "prot", "status": f"failed: {sentence}"}]
+    again = _echo(manager, "once more")  # the server is skipped, not restarted: the same sentence
+    assert not again.ok and again.visible == f"mcp server 'prot': {sentence}", again.visible
+    time.sleep(0.3)
+    assert _restarts(manager) == 0 and auth.grants == ["authorization_code", "refresh_token"]
+    # A new login, and the session's server comes back.
+    login(_spec(protected), store=TokenStore(cox_home), timeout=10, open_browser=follow, say=lambda _s: None)
+    manager.reconnect("prot")
+    manager.connection("prot", timeout=10)
+    back = _echo(manager, "logged in again")
+    assert back.ok and "echo: logged in again" in back.visible, back.visible
+
+
+def test_logout_revokes_the_token_at_the_authorization_server(tmp_path: Path, cox_home: Path, auth: AuthServer,
+                                                               protected: HttpMcp, capsys: pytest.CaptureFixture[str]):
+    import argparse
+
+    from cox.surfaces.mcp_login import logout
+
+    _configure(cox_home, protected.url)
+    store = TokenStore(cox_home)
+    path = record_file(cox_home, "prot")
+
+    def logged_in() -> tuple[str, str, str]:
+        login(_spec(protected), store=store, timeout=10, open_browser=follow, say=lambda _s: None)
+        record = json.loads(path.read_text())
+        access, refresh = record["tokens"]["access_token"], record["tokens"]["refresh_token"]
+        assert auth.active(access) and auth.active(refresh)
+        return access, refresh, record["client_info"]["client_id"]
+
+    access, refresh, client_id = logged_in()
+    p = _cox(tmp_path, "mcp", "logout", "prot")
+    assert p.returncode == 0, p.stderr
+    assert "logged out of mcp server 'prot': its authorization server revoked the token, and it is forgotten " \
+           "here" in p.stdout, p.stdout
+    assert auth.revoked == [("refresh_token", refresh, client_id), ("access_token", access, client_id)]
+    assert not auth.active(access) and not auth.active(refresh)
+    assert not path.exists()
+
+    # Best effort: an authorization server that refuses, or is down, never keeps the token here.
+    logged_in()
+    auth.revoke_status = 503
+    assert logout({}, argparse.Namespace(server="prot")) == 0
+    out = capsys.readouterr().out
+    assert "its token is forgotten here (not revoked at the authorization server: refresh token: HTTP 503; " \
+           "access token: HTTP 503)" in out, out
+    assert not path.exists()
+    logged_in()
+    auth.stop()
+    started = time.monotonic()
+    assert logout({}, argparse.Namespace(server="prot")) == 0
+    out = capsys.readouterr().out
+    assert f"its token is forgotten here (not revoked at the authorization server: cannot reach {auth.url}/revoke" \
+           in out, out
+    assert time.monotonic() - started < 15 and not path.exists()
+
+
 def test_tokens_are_refreshed_before_they_expire(cox_home: Path, auth: AuthServer, protected: HttpMcp):
     auth.expires_in = 600  # refreshed when less than a minute is left
     store = TokenStore(cox_home)

@@ -38,6 +38,7 @@ EVENTS = [
     m.CheckpointEvent(turn=1, call_id="c1", files=["hello.txt"]),
     m.Compacted(summary="s", dropped=["a"], before_tokens=10, after_tokens=2),
     m.Question(question_id="q", prompt="name?", schema={"type": "object"}),
+    m.QuestionClosed(question_id="q", reason="withdrawn"),
     m.Notice(level="security", message="redacted"),
     m.UsageEvent(usage=Usage(model="x", input_tokens=3)),
     m.TurnDone(turn=1, stop=StopReason.END_TURN),
@@ -63,7 +64,7 @@ def test_event_round_trip(event):
 def test_every_event_type_of_the_issue_exists():
     wanted = {"session_started", "turn_started", "text_delta", "thinking_delta", "tool_call_requested",
               "approval_required", "tool_call_output", "tool_call_done", "checkpoint", "compacted", "question",
-              "notice", "usage", "turn_done", "rewound", "error"}
+              "question_closed", "notice", "usage", "turn_done", "rewound", "error"}
     assert wanted <= {e.type for e in EVENTS}
     assert set(m.SUBMISSION_TYPES) == {s.type for s in SUBMISSIONS}
 
@@ -90,6 +91,15 @@ def test_bad_submissions_are_refused_clearly(raw, needle):
         m.decode_submission(raw)
     assert needle in str(err.value)
     assert str(err.value).startswith("bad submission")
+
+
+def test_question_closed_names_its_reason():
+    line = m.encode(m.QuestionClosed(question_id="q1", reason="interrupted"))
+    assert json.loads(line) == {"type": "question_closed", "question_id": "q1", "reason": "interrupted"}
+    with pytest.raises(m.ProtocolError, match="reason"):
+        m.decode_event('{"type": "question_closed", "question_id": "q1", "reason": "bored"}')
+    with pytest.raises(m.ProtocolError, match="question_id"):
+        m.decode_event('{"type": "question_closed", "reason": "withdrawn"}')
 
 
 def test_unknown_event_type_lists_the_known_ones():

@@ -294,3 +294,25 @@ def test_architect_from_config_alone_is_refused_headless(tmp_path, ws):
     s = script(tmp_path, [{"text": "ok"}])
     p = cox(["run", "--script", str(s), "-p", "x", "--deep"], ws)
     assert p.returncode == 0
+
+
+def test_a_closed_question_is_a_stream_json_line_and_a_transcript_line():
+    # cox run declares no elicitation, so it never asks; whatever speaks the protocol still gets
+    # the close as one line of stream-json, and the transcript format says it in words.
+    import io
+
+    from cox.protocol import messages as m
+    from cox.surfaces.headless import Printer
+
+    asked = m.Question(question_id="q1", prompt="(1/1) Name", source="mcp:gh")
+    closed = m.QuestionClosed(question_id="q1", reason="withdrawn")
+    out, err = io.StringIO(), io.StringIO()
+    printer = Printer("stream-json", out, err)
+    for event in (asked, closed):
+        printer.event(event, m.encode(event))
+    assert lines(out.getvalue())[-1] == {"type": "question_closed", "question_id": "q1", "reason": "withdrawn"}
+    out = io.StringIO()
+    printer = Printer("transcript", out, err)
+    for event in (asked, closed):
+        printer.event(event, m.encode(event))
+    assert out.getvalue() == "  [question] mcp:gh withdrew its question\n" and not err.getvalue()

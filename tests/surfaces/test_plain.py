@@ -46,3 +46,100 @@ def test_denying_stops_the_turn(tmp_path: Path):
     assert p.returncode == 0, p.stderr
     assert not (ws / "x").exists()
     assert "turn 1: denied" in p.stdout
+
+
+# ---------------------------------------------------------------- a question that closes while asked
+
+ELICIT = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "elicitserver.py"
+
+
+class Pty:
+    """``cox --plain`` on a real pseudo-terminal (its line discipline holds a half-typed line,
+    as a person's terminal does); ``type`` writes keys, ``wait`` polls what it printed."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        import pty
+        import threading
+
+        master, slave = pty.openpty()
+        self.master = master
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        os.close(slave)
+        self.out = b""
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.out += chunk
+
+    @property
+    def text(self) -> str:
+        return self.out.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def wait(self, what: str, timeout: float = 30.0) -> str:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if what in self.text:
+                return self.text
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"never printed {what!r}:\n{self.text}\n--- stderr:\n"
+                             f"{self.proc.stderr.read().decode() if self.proc.poll() is not None and self.proc.stderr else ''}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        os.close(self.master)
+
+
+def test_a_withdrawn_question_stops_waiting_and_its_half_typed_answer_is_dropped(tmp_path: Path, cox_home: Path):
+    # The server asks, the person types half an answer, the server gives up (withdraws): the
+    # prompt stops waiting, says why, and the half-typed text does not leak into the next question.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    answers = tmp_path / "answers.txt"
+    cox_home.mkdir(parents=True, exist_ok=True)
+    (cox_home / "config.toml").write_text(
+        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{ELICIT}"]\n'
+        f'env = {{ COX_TEST_ANSWERS = "{answers}", COX_TEST_WITHDRAW_S = "2" }}\n'
+        '[permissions]\nallow = ["mcp__e"]\n')
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"replies": [
+        {"tool_calls": [{"id": "w1", "name": "mcp__e__withdraw", "input": {}}]},
+        {"tool_calls": [{"id": "s1", "name": "mcp__e__signup", "input": {}}]},
+        {"text": "All done."},
+    ]}))
+    env = {**os.environ, "HOME": str(tmp_path), "COX_HOME": str(cox_home), "TERM": "dumb"}
+    t = Pty([sys.executable, "-m", "cox.surfaces.cli", "--plain", "--script", str(script)], ws, env)
+    try:
+        t.wait("type a message")
+        t.type("ask me\n")
+        t.wait("A question that expires")
+        t.type("Zebedee")  # no Enter: still in the terminal's line buffer when the question goes
+        t.wait("mcp:e withdrew its question; what was typed for it is dropped")
+        t.wait("(1/4) Name")
+        for line in ("Ann", "30", "1", "n", "send"):
+            t.type(line + "\n")
+        t.wait("All done.")
+        t.type("/quit\n")
+        assert t.proc.wait(30) == 0, t.text
+    finally:
+        t.close()
+    assert [json.loads(x) for x in answers.read_text().splitlines()] == [
+        {"action": "accept", "content": {"name": "Ann", "age": 30, "colour": "r", "news": False}}]
+    assert "gave up waiting" in t.text

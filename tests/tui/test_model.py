@@ -196,6 +196,25 @@ def test_several_approvals_queue_in_the_modal() -> None:
     assert not ui.modal_open()
 
 
+def test_a_closed_question_takes_its_modal_away_with_a_notice_of_why() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    handle = FakeHandle()
+    ui = TUI(handle)
+    ui.on_event(m.TurnStarted(turn=1))
+    ui.on_event(m.Question(question_id="q1", prompt="(1/1) Name", source="mcp:gh",
+                           schema={"type": "object", "properties": {"name": {"type": "string"}}}))
+    ui.on_event(m.Question(question_id="q2", prompt="open  https://x.example/", url="https://x.example/",
+                           source="mcp:docs"))
+    assert ui.modal_open() and len(ui.questions) == 2
+    ui.on_event(m.QuestionClosed(question_id="q1", reason="withdrawn"))
+    assert ui.questions.head is not None and ui.questions.head.question_id == "q2"
+    assert ui.model.blocks[-1].kind == "notice" and ui.model.blocks[-1].text == "mcp:gh withdrew its question"
+    ui.on_event(m.QuestionClosed(question_id="q2", reason="interrupted"))
+    assert not ui.modal_open() and not handle.sent
+    assert ui.model.blocks[-1].text == "mcp:docs's question was closed: the turn was interrupted"
+
+
 def test_change_preview_and_context_percent() -> None:
     from cox.surfaces.tui.app import TUI, change_preview
 

@@ -86,6 +86,29 @@ def test_an_mcp_form_in_the_question_modal(tui: Any, tmp_path: Path, cox_home: P
     t.quit()
 
 
+def test_the_modal_goes_when_the_server_withdraws_its_question(tui: Any, tmp_path: Path, cox_home: Path) -> None:
+    cox_home.mkdir(parents=True, exist_ok=True)
+    (cox_home / "config.toml").write_text(
+        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+        f'env = {{ COX_TEST_ANSWERS = "{tmp_path / "answers.txt"}", COX_TEST_WITHDRAW_S = "2" }}\n'
+        '[permissions]\nallow = ["mcp__e"]\n')
+    t = tui([{"tool_calls": [{"id": "w1", "name": "mcp__e__withdraw", "input": {}}]}, {"text": "It gave up."}],
+            cli=True, env={"HOME": str(tmp_path)})
+    t.wait("$0.0000", timeout=30)
+    t.send("ask me")
+    modal = t.wait("Esc cancels the whole request", timeout=30)
+    assert "A question that expires" in modal
+    t.type("half an ans")  # typed into the modal, never sent
+    screen = t.wait(lambda s: "Esc cancels the whole request" not in s, timeout=15)
+    t.wait("mcp:e withdrew its question")
+    screen = t.wait("It gave up.")
+    assert "half an ans" not in screen
+    assert "interrupted" not in screen
+    t.wait(lambda s: "working" not in s)
+    t.send("/quit")
+    t.wait("EXITED 0")
+
+
 def test_the_think_tier_consent_uses_the_question_modal(tui: Any) -> None:
     t = tui([{"text": "unused"}])
     t.wait("Shift+Tab mode")
@@ -145,6 +168,20 @@ def test_modal_keys_for_choices_multi_text_and_esc() -> None:
     qs.ask_event(question(None, url="https://example.com/"))
     qs.key((80,), "esc")
     assert sent[-1].declined is True and not qs
+
+
+def test_a_closed_question_leaves_the_queue_wherever_it_is() -> None:
+    from cox.protocol import messages as m
+    from cox.surfaces.tui.question import Questions
+
+    sent: list[Any] = []
+    qs = Questions(sent.append)
+    qs.ask_event(m.Question(question_id="q1", prompt="first", source="mcp:x"))
+    qs.ask_event(m.Question(question_id="q2", prompt="second", source="mcp:y"))
+    assert qs.close("q2") is not None and qs.head is not None and qs.head.question_id == "q1"
+    assert qs.close("nope") is None
+    gone = qs.close("q1")
+    assert gone is not None and gone.q.source == "mcp:x" and not qs and not sent
 
 
 def test_yes_no_of_the_tui_runs_callbacks_and_never_submits() -> None:

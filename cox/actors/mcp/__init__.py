@@ -4,14 +4,19 @@ The lead's entry points::
 
     servers = load_servers(config.mcp, cwd)                   # user, ~/.claude.json, .mcp.json
     manager = start_mcp(app.root, servers, timeout_s=config.mcp.timeout_s,
-                        startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd, sandbox=policy)
-    manager.wait_settled()                                    # once, before the first turn
+                        startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd, sandbox=policy,
+                        background=True)                      # returns before the SDK is imported
+    manager.wait_settled(cached_ok=True)                      # only servers never listed before
     tools = manager.tools()                                   # {"mcp__<server>__<tool>": McpTool}
     manager.state()                                           # for cox doctor / the TUI
     manager.pending()                                         # tools waiting for cox mcp trust
 
 Trust (``trust.py``): tools of servers a repository brought, and changed definitions, are built
 untrusted (pending sentence, Write, never called) until ``cox mcp trust <server>``.
+
+Listings (``cache.py``): each server's last tool list is cached under ``$COX_HOME``; a server with
+a cached listing gives its tools at once and starts in the background, and every call checks the
+live definition before it runs (a changed one is refused).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 _WHERE = {"McpServerSpec": "config", "Origin": "config", "load_servers": "config",
           "McpServerActor": "server", "McpManager": "supervisor", "fetch_tools": "supervisor",
           "start_mcp": "supervisor", "McpTool": "tool", "TrustState": "trust", "TrustStore": "trust",
-          "resource_tools": "resources"}
+          "resource_tools": "resources", "ToolCache": "cache", "ToolDef": "cache"}
 
 __all__ = sorted(_WHERE)
 

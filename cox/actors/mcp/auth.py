@@ -11,6 +11,12 @@ the token exchange, and the refresh-token grant. cox adds what the SDK leaves to
   (the SDK alone keeps neither across processes);
 - **refresh before expiry**: a token counts as expired a little before it is (a tenth of its
   life, at most a minute), so the refresh grant runs before the server would refuse it;
+- **refresh on a 401**: a token the server refuses although it has not expired here (revoked or
+  rotated on the server's side) gets the refresh grant once, and the request is sent again with
+  the new token. If that fails too, the request fails with :class:`LoginRequired` ("its login
+  expired or was revoked; run `cox mcp login <name>`"), which the connection is told first
+  (``on_login_lost``): the call in flight fails with that sentence, the server's status says
+  it, and the server is skipped, not restarted, until a new login;
 - **two modes**. A session's connection (every surface, ``cox run`` too) never waits for a
   browser: the 401 of a server without a usable token ends the connection with
   :class:`LoginRequired` ("run `cox mcp login <name>`") before any discovery or registration
@@ -21,7 +27,10 @@ the token exchange, and the refresh-token grant. cox adds what the SDK leaves to
   is staged and filed only once the server accepted the new token. An authorization server
   that is down, a browser closed before the redirect (a timeout), a ``state`` mismatch or a
   token-endpoint error each end the login with a sentence that says what to do, and the
-  previous record stays as it was.
+  previous record stays as it was;
+- **logout revokes** (:func:`revoke`): ``cox mcp logout`` asks the authorization server to revoke
+  the refresh and access tokens (RFC 7009) when it advertised a ``revocation_endpoint``, best
+  effort and bounded, and forgets them locally whatever it answers.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ __all__ = [
     "login",
     "login_hint",
     "refresh_margin",
+    "revoke",
 ]
 
 log = logging.getLogger(__name__)
@@ -201,6 +211,10 @@ class CoxOAuth(OAuthClientProvider):
         self.name = name
         self.interactive = interactive
         self.storage = storage
+        self.on_login_lost: Callable[[str], None] | None = None
+        """Told the sentence (``its login expired or was revoked; run …``) just before a request
+        fails with :class:`LoginRequired`, on the connection's loop: the connection learns why
+        it is about to break before its calls see the broken transport."""
         storage.provider = self
 
     async def _initialize(self) -> None:
@@ -220,19 +234,43 @@ class CoxOAuth(OAuthClientProvider):
 
     async def _auth_flow(self, request: httpx2.Request) -> Any:
         inner = super()._auth_flow(request)
+        refreshed = False  # the refresh grant ran for this request (the SDK's, or ours below)
         try:
             outgoing = await inner.__anext__()
             while True:
+                if outgoing is not request:
+                    refreshed = True  # before the request itself: the SDK refreshing an expired token
                 response = yield outgoing
                 if not self.interactive and outgoing is request and _wants_login(response):
-                    had = self.storage.record.get("tokens")
-                    why = "its login expired or was revoked" if had else "needs a login"
-                    raise LoginRequired(f"{why}; {login_hint(self.name)}")
+                    if (response.status_code == 401 and not refreshed and _bearer(request)
+                            and self.context.can_refresh_token()):
+                        # Refused although it has not expired here: revoked or rotated on the
+                        # server's side. The refresh grant, once; on success the request again.
+                        refreshed = True
+                        log.info("mcp server %s refused its token (401); refreshing it", self.name)
+                        answer = yield await self._refresh_token()
+                        if await self._handle_refresh_response(answer):
+                            self._add_auth_header(request)
+                            response = yield request
+                    if _wants_login(response):
+                        raise LoginRequired(self._login_sentence())
                 outgoing = await inner.asend(response)
         except StopAsyncIteration:
             return
         finally:
             await inner.aclose()
+
+    def _login_sentence(self) -> str:
+        had = self.storage.record.get("tokens")
+        why = "its login expired or was revoked" if had else "needs a login"
+        sentence = f"{why}; {login_hint(self.name)}"
+        if self.on_login_lost is not None:
+            self.on_login_lost(sentence)
+        return sentence
+
+
+def _bearer(request: httpx2.Request) -> bool:
+    return request.headers.get("Authorization", "").startswith("Bearer ")
 
 
 def _wants_login(response: httpx2.Response) -> bool:
@@ -265,14 +303,17 @@ def _has_authorization(headers: Mapping[str, str]) -> bool:
 
 
 @asynccontextmanager
-async def http_transport(spec: McpServerSpec, auth: Callable[[McpServerSpec], httpx2.Auth | None] | None
-                         ) -> AsyncIterator[Any]:
-    """The streamable-HTTP transport of ``spec`` with ``auth`` (default :class:`SessionAuth`)."""
+async def http_transport(spec: McpServerSpec, auth: Callable[[McpServerSpec], httpx2.Auth | None] | None,
+                         on_login_lost: Callable[[str], None] | None = None) -> AsyncIterator[Any]:
+    """The streamable-HTTP transport of ``spec`` with ``auth`` (default :class:`SessionAuth`).
+    ``on_login_lost`` is told the sentence when a request fails for want of a (new) login."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     assert spec.url is not None
     provider = (auth or SessionAuth())(spec)
+    if isinstance(provider, CoxOAuth) and on_login_lost is not None:
+        provider.on_login_lost = on_login_lost
     try:
         async with create_mcp_http_client(headers=dict(spec.headers), auth=provider) as client, \
                 streamable_http_client(spec.url, http_client=client) as streams:
@@ -484,6 +525,56 @@ def _open(opener: Callable[[str], Any], url: str, say: Callable[[str], None]) ->
             say("could not open a browser; open the URL above yourself")
     except Exception as err:  # noqa: BLE001
         say(f"could not open a browser ({err}); open the URL above yourself")
+
+
+# -- the logout ---------------------------------------------------------------------------------------
+
+REVOKE_TIMEOUT_S = 5.0
+"""How long ``cox mcp logout`` waits for each revocation request."""
+
+
+def revoke(record: dict[str, Any], *, timeout: float = REVOKE_TIMEOUT_S) -> str | None:
+    """Revoke a stored login's tokens at its authorization server (RFC 7009), best effort: the
+    refresh token first (revoking it ends the grant), then the access token, each a POST to the
+    ``revocation_endpoint`` the server advertised at login, with the client's authentication as
+    for its token requests. Returns None when it revoked them, else why not (no endpoint
+    advertised, the server unreachable or refusing); the caller forgets the token either way."""
+    metadata = record.get("oauth_metadata")
+    endpoint = metadata.get("revocation_endpoint") if isinstance(metadata, dict) else None
+    tokens = record.get("tokens")
+    pairs: list[tuple[str, str]] = []
+    for hint in ("refresh_token", "access_token"):
+        token = tokens.get(hint) if isinstance(tokens, dict) else None
+        if isinstance(token, str) and token:
+            pairs.append((hint, token))
+    if not pairs:
+        return "there was no token to revoke"
+    if not isinstance(endpoint, str) or not endpoint.startswith(("https://", "http://")):
+        return "its authorization server offers no revocation endpoint"
+    try:
+        client = OAuthClientInformationFull.model_validate(record.get("client_info") or {})
+        context = OAuthContext(server_url=str(record.get("server_url") or ""),
+                               client_metadata=OAuthClientMetadata(redirect_uris=client.redirect_uris),
+                               storage=None, redirect_handler=None, callback_handler=None,  # type: ignore[arg-type]
+                               client_info=client)  # for prepare_token_auth: the client's authentication
+    except ValidationError:
+        return "the stored client registration is damaged"
+    problems: list[str] = []
+    with httpx2.Client(timeout=timeout, follow_redirects=False) as http:
+        for hint, token in pairs:
+            data: dict[str, str] = {"token": token, "token_type_hint": hint, "client_id": client.client_id or ""}
+            try:
+                data, headers = context.prepare_token_auth(data, {"Content-Type": "application/x-www-form-urlencoded"})
+                response = http.post(endpoint, data=data, headers=headers)
+            except httpx2.TransportError as err:  # down or hung: the other token would wait as long
+                problems.append(f"cannot reach {endpoint} ({err or type(err).__name__})")
+                break
+            except (httpx2.HTTPError, OAuthTokenError) as err:
+                problems.append(f"{hint.replace('_', ' ')}: {err or type(err).__name__}")
+                continue
+            if response.status_code != 200:  # RFC 7009 §2.2: 200 whether or not the token was valid
+                problems.append(f"{hint.replace('_', ' ')}: HTTP {response.status_code}")
+    return "; ".join(problems) or None
 
 
 def explain(name: str, error: BaseException, *, asked: bool = True) -> str:

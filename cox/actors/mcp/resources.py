@@ -18,17 +18,17 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-import mcp_types
-
 from cox.actors.tools.base import BaseTool, ToolEnv, ToolInputError
 from cox.actors.tools.images import MAX_IMAGE_BYTES, sniff_image
 from cox.actors.tools.visible import human_size
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
-from .server import McpCallCancelled, McpCallError
+from .state import McpCallCancelled, McpCallError
 from .trust import TRUSTED_ON_FIRST_CONNECT
 
 if TYPE_CHECKING:
+    import mcp_types
+
     from .supervisor import McpManager
 
 __all__ = ["ListMcpResourcesTool", "ReadMcpResourceTool", "resource_tools", "server_trusted"]
@@ -51,7 +51,7 @@ def server_trusted(manager: McpManager, server: str) -> bool:
     spec = manager.servers[server]
     if spec.origin not in TRUSTED_ON_FIRST_CONNECT and manager.trust.stored(server) is None:
         return False
-    return all(manager.trust.trusted(spec, manager.server_tools(server)).values())
+    return all(manager.trust.trusted(spec, manager.listing(server)).values())
 
 
 class _ResourceTool(BaseTool):
@@ -64,10 +64,15 @@ class _ResourceTool(BaseTool):
         return Risk.READ_ONLY
 
     def _conn(self, server: str, env: ToolEnv) -> Any:
+        """The server's started connection; its trust is checked again against what it listed
+        now (before, it was judged on the listing the session started with, maybe the cache)."""
         settings = self.manager.settings
-        status = self.manager.board.get(server)
-        wait = min(2.0, settings.startup_timeout_s) if status.phase == "failed" else settings.startup_timeout_s
-        return self.manager.connection(server, timeout=wait, cancel=env.cancel)
+        conn = self.manager.connection(server, timeout=settings.startup_timeout_s, cancel=env.cancel,
+                                       failed_grace=min(2.0, settings.startup_timeout_s))
+        live = self.manager.live_definitions(server, conn).values()
+        if not all(self.manager.trust.trusted(self.manager.servers[server], live).values()):
+            raise McpCallError(f"pending trust for mcp server '{server}'; run: cox mcp trust {server}")
+        return conn
 
 
 class ListMcpResourcesTool(_ResourceTool):
@@ -174,6 +179,8 @@ class ReadMcpResourceTool(_ResourceTool):
 
 
 def render_contents(contents: list[Any], server: str, env: ToolEnv) -> ToolResult:
+    import mcp_types
+
     parts: list[str] = []
     images: list[dict[str, Any]] = []
     many = len(contents) > 1

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -40,12 +40,16 @@ import mcp_types
 from mcp import ClientSession, MCPError
 from mcp.shared.message import SessionMessage
 
-from cox.policy.sandbox import SandboxPolicy, bwrap_argv
+from cox.policy.sandbox import bwrap_argv
 from cox.protocol.interfaces import CancelToken
 from cox.supervisors import CoxActor
 
 from .config import McpServerSpec
 from .elicit import Ask, CoxClientSession, Elicitor
+
+# The errors, the settings and the status board live in ``state.py`` (no SDK import there), so the
+# manager and the tools built from a cached listing do not import the SDK; re-exported here.
+from .state import McpCallCancelled, McpCallError, McpServerCrashed, ServerSettings, StatusBoard
 
 __all__ = [
     "Connection",
@@ -74,77 +78,6 @@ def child_env(own: Mapping[str, str], environ: Mapping[str, str] | None = None) 
     env = {k: v for k, v in environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
     env.update(own)
     return env
-
-
-class McpCallError(Exception):
-    """A call did not produce a result; the message is written for the model to read."""
-
-
-class McpServerCrashed(McpCallError):
-    """The server died, closed the connection or stopped answering during the call."""
-
-
-class McpCallCancelled(McpCallError):
-    """The caller's cancel scope was cancelled while the call ran."""
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """What every server of one manager shares."""
-
-    timeout_s: float = 60.0
-    startup_timeout_s: float = 30.0
-    cwd: Path | None = None
-    """Working directory for servers without ``cwd`` (the workspace) and the sandbox's chdir."""
-    sandbox: SandboxPolicy | None = None
-    """The session's sandbox; ``None`` runs stdio servers unwrapped."""
-    log_dir: Path | None = None
-    """Where each stdio server's stderr goes (``mcp-<name>.log``); ``None`` discards it."""
-    elicitation: bool = False
-    """Declare elicitation (form and url): only where a person can answer (TUI, --plain);
-    otherwise a server that elicits anyway gets decline (``elicit.py``)."""
-    auth: Callable[[McpServerSpec], Any] | None = None
-    """How HTTP servers authenticate (``auth.py``): ``spec -> httpx2.Auth | None``; ``None`` means
-    the stored OAuth tokens, refreshed as needed, never a browser (``auth.SessionAuth``)."""
-
-
-@dataclass
-class _ServerStatus:
-    phase: str = "starting"  # starting | ready | failed
-    error: str | None = None
-    tools: list[mcp_types.Tool] | None = None
-    lives: int = 0
-
-
-@dataclass
-class StatusBoard:
-    """What each server actor publishes for the manager: phase, last error, last tool list.
-
-    Lives outside the actors so it survives their restarts: the manager reads it without asking
-    an actor (which may be busy starting), and the tool list of a server being restarted stays
-    known, so its tools do not vanish from a session mid-turn.
-    """
-
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _servers: dict[str, _ServerStatus] = field(default_factory=dict)
-
-    def update(self, name: str, **changes: Any) -> None:
-        with self._lock:
-            status = self._servers.setdefault(name, _ServerStatus())
-            for key, value in changes.items():
-                setattr(status, key, value)
-
-    def starting(self, name: str) -> None:
-        with self._lock:
-            status = self._servers.setdefault(name, _ServerStatus())
-            status.lives += 1
-            if status.phase != "failed":
-                status.phase = "starting"
-
-    def get(self, name: str) -> _ServerStatus:
-        with self._lock:
-            status = self._servers.get(name, _ServerStatus())
-            return _ServerStatus(status.phase, status.error, status.tools, status.lives)
 
 
 # -- stdio transport --------------------------------------------------------------------------------
@@ -251,10 +184,22 @@ class Connection:
         self._done = threading.Event()
         self._stderr: IO[bytes] | None = None
         self.elicitor = Elicitor(spec.name)
+        self.login_lost: str | None = None
+        """Set when an HTTP server refused the login for good mid-session (``auth.py``: the
+        token was refused and so was its refresh): calls fail with this sentence and the server
+        is skipped, not restarted, until ``reconnect`` after ``cox mcp login``. Not ``dead``: no
+        new connection is coming, and a caller that gets this one hears the sentence at once."""
 
     @property
     def dead(self) -> bool:
         return self._broken.is_set()
+
+    def _on_login_lost(self, sentence: str) -> None:
+        if self.login_lost is None:  # on the loop thread, before the transport breaks
+            from .auth import LoginRequired
+
+            self.login_lost = sentence
+            self._on_broken(LoginRequired(sentence))  # the actor marks it failed, no restart
 
     def start(self) -> None:
         self._thread.start()
@@ -311,7 +256,7 @@ class Connection:
         if spec.url:
             from .auth import http_transport
 
-            return http_transport(spec, self.settings.auth)
+            return http_transport(spec, self.settings.auth, on_login_lost=self._on_login_lost)
         assert spec.command is not None
         cwd = spec.cwd or (str(self.settings.cwd) if self.settings.cwd else None)
         argv = [spec.command, *spec.args]
@@ -421,6 +366,8 @@ class Connection:
 
     def _live(self) -> ClientSession:
         session = self._session
+        if self.login_lost is not None:
+            raise McpCallError(f"mcp server '{self.spec.name}': {self.login_lost}")
         if session is None or self.dead:
             raise McpServerCrashed(f"mcp server '{self.spec.name}' is not connected; it is being restarted")
         return session
@@ -447,12 +394,16 @@ class Connection:
             self.broken(error)
             raise error from None
         except MCPError as err:
+            if self.login_lost is not None:
+                raise McpCallError(f"mcp server '{name}': {self.login_lost}") from None
             if err.code == mcp_types.CONNECTION_CLOSED or self.dead:
                 error = McpServerCrashed(f"mcp server '{name}' crashed during the call; it is being restarted")
                 self.broken(error)
                 raise error from None
             raise McpCallError(f"mcp server '{name}' refused {what}: {err.message}") from None
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as err:
+            if self.login_lost is not None:
+                raise McpCallError(f"mcp server '{name}': {self.login_lost}") from None
             error = McpServerCrashed(f"mcp server '{name}' crashed during the call; it is being restarted")
             self.broken(error)
             raise error from err
@@ -534,6 +485,10 @@ class McpServerActor(CoxActor):
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, GetConnection):
             return self._mcp_conn
+        if isinstance(message, _Broken) and getattr(message.error, "cox_no_restart", False):
+            # A login lost mid-session: skipped until `cox mcp login`, not restarted.
+            self._mcp_board.update(self._mcp_spec.name, phase="failed", error=str(message.error))
+            return None
         if isinstance(message, _Broken):
             log.warning("mcp server %s failed: %s", self._mcp_spec.name, message.error)
             self._cox_fail(message.error)

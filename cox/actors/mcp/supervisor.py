@@ -4,25 +4,37 @@ The manager never keeps an actor ref: every call resolves the server by its stab
 ``mcp`` supervisor, so a server restarted after a crash is reached without anybody noticing.
 A server that fails at start is logged as a warning and shows as ``failed: why`` in ``state()``;
 the supervisor keeps retrying it with exponential backoff, and nobody gets an exception.
+
+Start-up off the critical path (PEERS.md row 9): ``start_mcp(..., background=True)`` returns at
+once, before the mcp SDK is imported; a thread of its own imports it and starts the supervisor.
+Each server's last listing comes from the cache (``cache.py``), so ``tools()`` can build the tools
+of a server that is still starting; ``wait_settled(cached_ok=True)`` waits only for the servers
+never listed before. This module imports neither the SDK nor ``server.py`` until a server starts.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types
 import pykka
 
 from cox.protocol.interfaces import CancelToken
 from cox.supervisors import Backoff, ChildSpec, Restart, SupervisorHandle, start_supervisor
 
+from .cache import ToolCache, ToolDef
 from .config import McpServerSpec
-from .server import Connection, McpServerActor, McpServerCrashed, ServerSettings, StatusBoard
+from .state import McpServerCrashed, ServerSettings, StatusBoard
 from .trust import TrustState, TrustStore
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from .server import Connection
 
 __all__ = ["DEFAULT_BACKOFF", "McpManager", "fetch_tools", "start_mcp"]
 
@@ -36,18 +48,34 @@ server killed from outside comes back at once; one that dies while starting back
 class McpManager:
     """The MCP servers of one process: their state, their tools, and a way to reach each."""
 
-    def __init__(self, handle: SupervisorHandle, servers: Mapping[str, McpServerSpec], settings: ServerSettings,
-                 board: StatusBoard, trust: TrustStore | None = None) -> None:
+    def __init__(self, handle: SupervisorHandle | None, servers: Mapping[str, McpServerSpec],
+                 settings: ServerSettings, board: StatusBoard, trust: TrustStore | None = None,
+                 cache: ToolCache | None = None, cached: Mapping[str, list[ToolDef]] | None = None) -> None:
         self.handle = handle
+        """The ``mcp`` supervisor; ``None`` while it is being started in the background."""
         self.servers = dict(servers)
         self.settings = settings
         self.board = board
         self.trust = TrustStore.default() if trust is None else trust
+        self.cache = ToolCache.default() if cache is None else cache
+        self.cached: dict[str, list[ToolDef]] = {k: list(v) for k, v in (cached or {}).items()}
+        """Each server's listing as the cache had it when the servers were started."""
+        self.launched = threading.Event()
+        self.launch_error: BaseException | None = None
+        self._launcher: threading.Thread | None = None
+        self._launch_lock = threading.Lock()
+        self._closing = False
+        self._live: dict[str, tuple[object, dict[str, ToolDef]]] = {}
+        self._noticed: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        if handle is not None:
+            self.launched.set()
 
     def state(self) -> list[dict[str, str]]:
         """One row per server: ``{"name", "status"}`` with status ``starting``, ``ready``,
         ``restarting N`` or ``failed: why`` (what ``cox doctor`` and the TUI show)."""
-        children = {c["name"]: c for c in self.handle.which_children()} if self.handle.is_alive() else {}
+        handle = self.handle
+        children = {c["name"]: c for c in handle.which_children()} if handle is not None and handle.is_alive() else {}
         rows = []
         for name in self.servers:
             status = self.board.get(name)
@@ -66,12 +94,15 @@ class McpManager:
             rows.append({"name": name, "status": text})
         return rows
 
-    def wait_settled(self, timeout: float | None = None) -> None:
+    def wait_settled(self, timeout: float | None = None, *, cached_ok: bool = False) -> None:
         """Wait until no server is still in its first start (each is ready or failed), at most
-        ``timeout`` (default ``startup_timeout_s``). Surfaces call it once before the first turn."""
+        ``timeout`` (default ``startup_timeout_s``). Surfaces call it once before the first turn
+        with ``cached_ok=True``: then a server whose listing is cached is not waited for (its
+        tools come from the cache and it goes on starting in the background)."""
+        names = [n for n in self.servers if not (cached_ok and n in self.cached)]
         deadline = time.monotonic() + (self.settings.startup_timeout_s if timeout is None else timeout)
         while time.monotonic() < deadline:
-            if all(self.board.get(name).phase != "starting" for name in self.servers):
+            if all(self.board.get(name).phase != "starting" for name in names):
                 return
             time.sleep(0.02)
 
@@ -79,10 +110,39 @@ class McpManager:
         """The last tool list ``name`` reported (kept across restarts); empty if it never started."""
         return list(self.board.get(name).tools or [])
 
+    def listing(self, name: str) -> list[ToolDef]:
+        """What ``tools()`` builds ``name``'s tools from: the list it reported, or, while it has
+        not reported one yet, its cached listing (empty without either)."""
+        live = self.board.get(name).tools
+        if live is not None:
+            return [ToolDef.of(t) for t in live]
+        return list(self.cached.get(name, []))
+
+    def live_definitions(self, name: str, conn: Connection) -> dict[str, ToolDef]:
+        """``{tool: ToolDef}`` as the started connection ``conn`` of ``name`` listed them (made
+        once per connection: a call pays a dict lookup)."""
+        tools = conn.ready.result(timeout=0)
+        memo = self._live.get(name)
+        if memo is None or memo[0] is not tools:
+            memo = (tools, {t.name: ToolDef.of(t) for t in tools})
+            self._live[name] = memo
+        return memo[1]
+
+    def notice_once(self, server: str, tool: str, text: str) -> dict[str, str]:
+        """``{"notice": text}`` the first time for this tool (the session shows it as a warning),
+        then ``{}``: a refused tool tells the person once, not at every call."""
+        with self._lock:
+            if (server, tool) in self._noticed:
+                return {}
+            self._noticed.add((server, tool))
+        log.warning("%s", text)
+        return {"notice": text}
+
     def tools(self) -> dict[str, Any]:
         """Every known tool as ``{"mcp__<server>__<tool>": McpTool}``: the last list each server
-        reported, so a server being restarted keeps its tools. A server that never started has
-        none. Call ``wait_settled()`` first at start-up.
+        reported, so a server being restarted keeps its tools, or its cached listing while it has
+        not reported one yet. A server with neither has none. Call ``wait_settled()`` first at
+        start-up.
 
         Trust applies here: a tool whose definition is not in the trust store with its current
         hash (a project server not yet trusted, or a changed definition) is built untrusted: the
@@ -92,7 +152,7 @@ class McpManager:
 
         out: dict[str, Any] = {}
         for server, spec in self.servers.items():
-            tools = self.server_tools(server)
+            tools = self.listing(server)
             if not tools:
                 continue
             trusted = self.trust.trusted(spec, tools)
@@ -104,27 +164,41 @@ class McpManager:
         """``{server: {tool: pending | changed}}`` of the tools the model cannot use yet."""
         out: dict[str, dict[str, TrustState]] = {}
         for server, spec in self.servers.items():
-            states = self.trust.states(spec, self.server_tools(server))
+            states = self.trust.states(spec, self.listing(server))
             waiting: dict[str, TrustState] = {
                 t: s for t, s in states.items() if s in (TrustState.PENDING, TrustState.CHANGED)}
             if waiting:
                 out[server] = waiting
         return out
 
-    def connection(self, name: str, timeout: float | None = None,
-                   cancel: CancelToken | None = None) -> Connection:
+    def connection(self, name: str, timeout: float | None = None, cancel: CancelToken | None = None,
+                   failed_grace: float | None = None) -> Connection:
         """The live, started connection of server ``name``, following restarts, within ``timeout``
-        (default ``startup_timeout_s``). Raises :class:`McpServerCrashed` when none came in time."""
+        (default ``startup_timeout_s``). Raises :class:`McpServerCrashed` when none came in time.
+        ``failed_grace``: once the server is seen failed (its start failed; it is being restarted
+        with backoff), wait at most this much longer, so a call answers with the reason soon."""
         if name not in self.servers:
             raise KeyError(f"no mcp server named {name!r}")
         budget = self.settings.startup_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + budget
         last: BaseException | None = None
+        failed_at: float | None = None
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            if failed_grace is not None and self.board.get(name).phase == "failed":
+                failed_at = now if failed_at is None else failed_at
+                deadline = min(deadline, failed_at + failed_grace)
+            remaining = deadline - now
             if remaining <= 0 or (cancel is not None and cancel.cancelled):
                 break
-            ref = self.handle.whereis(name, timeout=min(remaining, 0.1))
+            handle = self.handle
+            if handle is None:  # still being started in the background
+                if self.launch_error is not None:
+                    last = self.launch_error
+                    break
+                self.launched.wait(min(remaining, 0.1))
+                continue
+            ref = handle.whereis(name, timeout=min(remaining, 0.1))
             if ref is None:
                 continue
             try:
@@ -133,6 +207,8 @@ class McpManager:
                 last = err
                 time.sleep(0.01)
                 continue
+            from .server import Connection  # imported by now: the supervisor is running
+
             assert isinstance(conn, Connection)
             try:
                 conn.ready.result(timeout=min(max(deadline - time.monotonic(), 0.0), 0.25))
@@ -152,13 +228,52 @@ class McpManager:
 
     def reconnect(self, name: str, timeout: float = 5.0) -> None:
         """Start server ``name`` again now (one that was skipped for want of a login, after it)."""
+        self.launched.wait(timeout)
+        if self.handle is None:
+            raise McpServerCrashed(f"mcp server '{name}' is not running ({self.launch_error or 'still starting'})")
         conn = self.handle.ask(name, _get_connection(), timeout=timeout)
         conn.broken(McpServerCrashed(f"mcp server '{name}' reconnects"))
 
+    def cancel_launch(self) -> None:
+        """The process is closing: a background start that has not begun starting servers never
+        will (one that has is stopped with the app's tree). Returns without waiting for the SDK
+        import, so a short ``cox run`` does not pay for it on its way out."""
+        with self._launch_lock:
+            self._closing = True
+
     def stop(self, timeout: float = 15.0) -> None:
-        """Stop the ``mcp`` supervisor and every server (their processes are killed)."""
-        if self.handle.is_alive():
+        """Stop the ``mcp`` supervisor and every server (their processes are killed); a start
+        still under way in the background is waited for first (bounded by ``timeout``)."""
+        if self._launcher is not None:
+            self._launcher.join(timeout)
+        if self.handle is not None and self.handle.is_alive():
             self.handle.stop(timeout)
+
+    def _launch(self, parent: SupervisorHandle, backoff: Backoff, *, background: bool) -> None:
+        """Start the ``mcp`` supervisor and its servers (this imports the SDK). In the background
+        a failure is logged and every server shows as failed; otherwise it is raised."""
+        try:
+            from . import server  # noqa: F401 - the SDK import (~0.4 s), here rather than in a child's start
+
+            children = [
+                ChildSpec(name, _starter(spec, self.settings, self.board, self.trust, self.cache),
+                          restart=Restart.PERMANENT, shutdown_timeout=10.0, backoff=backoff)
+                for name, spec in self.servers.items()
+            ]
+            with self._launch_lock:
+                if self._closing:
+                    raise McpServerCrashed("the session closed before its mcp servers were started")
+                self.handle = start_supervisor("mcp", strategy="one_for_one", max_restarts=10, period_s=10.0,
+                                               children=children, parent=parent)
+        except BaseException as err:
+            self.launch_error = err
+            for name in self.servers:
+                self.board.update(name, phase="failed", error=f"mcp could not be started: {err}")
+            if not background:
+                raise
+            (log.info if self._closing else log.warning)("mcp servers could not be started: %s", err)
+        finally:
+            self.launched.set()
 
 
 def _get_connection() -> Any:
@@ -170,11 +285,15 @@ def _get_connection() -> Any:
 def start_mcp(parent: SupervisorHandle, servers: Mapping[str, McpServerSpec], *,
               timeout_s: float = 60.0, startup_timeout_s: float = 30.0, cwd: Path | None = None,
               sandbox: Any = None, log_dir: Path | None = None, backoff: Backoff = DEFAULT_BACKOFF,
-              trust: TrustStore | None = None, auth: Any = None, elicitation: bool = False) -> McpManager:
+              trust: TrustStore | None = None, auth: Any = None, elicitation: bool = False,
+              cache: ToolCache | None = None, background: bool = False) -> McpManager:
     """Start the ``mcp`` supervisor under ``parent`` (the app's root) with one permanent child per
     server, and return the manager. Returns at once: servers connect in their own threads (use
     ``wait_settled``); a server that fails to start is a warning and an absence, never an
-    exception here. ``sandbox`` is the session's ``SandboxPolicy`` (``None``: unwrapped).
+    exception here. ``background``: do even the SDK import and the supervisor's start on a
+    thread of its own (a session's start-up); ``stop()`` waits for it. ``cache`` is the tool
+    listing cache (default ``$COX_HOME/mcp-tools.json``): read here, written whenever a server
+    lists its tools. ``sandbox`` is the session's ``SandboxPolicy`` (``None``: unwrapped).
     ``trust`` is the trust store (default ``$COX_HOME/mcp-trust.json``); a user-configured
     server's tools are recorded in it when the server first connects. ``auth`` is how HTTP servers
     authenticate (``ServerSettings.auth``; default: stored OAuth tokens, never a browser).
@@ -184,21 +303,57 @@ def start_mcp(parent: SupervisorHandle, servers: Mapping[str, McpServerSpec], *,
                               sandbox=sandbox, log_dir=log_dir, auth=auth, elicitation=elicitation)
     board = StatusBoard()
     store = TrustStore.default() if trust is None else trust
-    children = [
-        ChildSpec(name, _starter(spec, settings, board, store), restart=Restart.PERMANENT,
-                  shutdown_timeout=10.0, backoff=backoff)
-        for name, spec in servers.items()
-    ]
-    handle = start_supervisor("mcp", strategy="one_for_one", max_restarts=10, period_s=10.0,
-                              children=children, parent=parent)
-    return McpManager(handle, servers, settings, board, store)
+    tool_cache = ToolCache.default() if cache is None else cache
+    cached = {name: listing for name, spec in servers.items()
+              if (listing := _cached_listing(tool_cache, spec, cwd)) is not None}
+    manager = McpManager(None, servers, settings, board, store, tool_cache, cached)
+    if background:
+        manager._launcher = threading.Thread(target=manager._launch, args=(parent, backoff),
+                                             kwargs={"background": True}, name="mcp-launch", daemon=True)
+        manager._launcher.start()
+    else:
+        manager._launch(parent, backoff, background=False)
+    return manager
 
 
-def _starter(spec: McpServerSpec, settings: ServerSettings, board: StatusBoard, trust: TrustStore) -> Any:
+def _cached_listing(cache: ToolCache, spec: McpServerSpec, cwd: Path | None) -> list[ToolDef] | None:
+    """``spec``'s cached listing, if a session may start with it. Not for an HTTP server that was
+    listed with an OAuth token that is gone now (``cox mcp logout``): it will need a login, and
+    a session says so at start (and offers the login, interactively) only for a server it waits
+    for."""
+    try:
+        entry = cache.entry(spec, cwd)
+        if entry is None:
+            return None
+        if entry.get("login") and spec.url:
+            from .tokens import TokenStore
+
+            if TokenStore().load(spec.name, spec.url) is None:
+                return None
+        return cache.get(spec, cwd)
+    except Exception:  # noqa: BLE001 - a cache that cannot be read is no cache: wait, as on a first run
+        log.exception("mcp server %s: reading its cached tool listing failed", spec.name)
+        return None
+
+
+def _starter(spec: McpServerSpec, settings: ServerSettings, board: StatusBoard, trust: TrustStore,
+             cache: ToolCache) -> Any:
     def on_ready(tools: list[mcp_types.Tool]) -> None:
-        trust.observe(spec, tools)
+        trust.observe(spec, tools)  # first connect of a user-configured server: record its tools
+        try:
+            login = False
+            if spec.url:
+                from .tokens import TokenStore
+
+                login = TokenStore().load(spec.name, spec.url) is not None
+            if cache.put(spec, tools, settings.cwd, login=login):
+                log.info("mcp server %s: tool listing cached (%d tools)", spec.name, len(tools))
+        except Exception:
+            log.exception("mcp server %s: caching its tool listing failed", spec.name)
 
     def start() -> pykka.ActorRef[Any]:
+        from .server import McpServerActor
+
         ref: pykka.ActorRef[Any] = McpServerActor.start(spec, settings, board, on_ready)
         return ref
 
@@ -210,6 +365,8 @@ def fetch_tools(spec: McpServerSpec, *, startup_timeout_s: float = 30.0, cwd: Pa
     """Start ``spec`` once, outside any supervisor, and return its tool list (what
     ``cox mcp trust`` hashes). Bounded by ``startup_timeout_s``; the process is killed before
     this returns. Raises :class:`McpServerCrashed` (or the start error) when it cannot be reached."""
+    from .server import Connection
+
     settings = ServerSettings(startup_timeout_s=startup_timeout_s, cwd=cwd, sandbox=sandbox)
     conn = Connection(spec, settings, lambda _error: None)
     conn.start()

@@ -28,11 +28,17 @@ import threading
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
-
-import mcp_types
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .config import McpServerSpec, Origin
+
+if TYPE_CHECKING:
+    import mcp_types
+
+    from .cache import ToolDef
+
+    Tool: TypeAlias = mcp_types.Tool | ToolDef
+    """A live definition or the cached one (``cache.py``): both hash the same."""
 
 __all__ = ["TRUST_FILE", "TrustState", "TrustStore", "canonical_schema", "classify", "tool_hash"]
 
@@ -58,13 +64,13 @@ def canonical_schema(schema: Any) -> str:
     return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def tool_hash(tool: mcp_types.Tool) -> str:
+def tool_hash(tool: Tool) -> str:
     """``sha256`` over name, description and canonical input schema (annotations excluded)."""
     payload = canonical_schema([tool.name, tool.description or "", dict(tool.input_schema)])
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
-def classify(spec: McpServerSpec, tools: Iterable[mcp_types.Tool],
+def classify(spec: McpServerSpec, tools: Iterable[Tool],
              stored: Mapping[str, str] | None) -> dict[str, TrustState]:
     """Each tool's trust state, given what the store holds for this server (``None``: nothing)."""
     stored = stored or {}
@@ -138,17 +144,17 @@ class TrustStore:
             self._refresh()
             return {k: dict(v) for k, v in self._data.items()}
 
-    def states(self, spec: McpServerSpec, tools: Iterable[mcp_types.Tool]) -> dict[str, TrustState]:
+    def states(self, spec: McpServerSpec, tools: Iterable[Tool]) -> dict[str, TrustState]:
         return classify(spec, tools, self.stored(spec.name))
 
-    def trusted(self, spec: McpServerSpec, tools: Iterable[mcp_types.Tool]) -> dict[str, bool]:
+    def trusted(self, spec: McpServerSpec, tools: Iterable[Tool]) -> dict[str, bool]:
         """``{tool: trusted?}``: stored with the same hash, or new on a user-configured server."""
         return {name: state in (TrustState.TRUSTED, TrustState.NEW)
                 for name, state in self.states(spec, tools).items()}
 
     # -- writing --
 
-    def observe(self, spec: McpServerSpec, tools: Iterable[mcp_types.Tool]) -> None:
+    def observe(self, spec: McpServerSpec, tools: Iterable[Tool]) -> None:
         """A server connected with ``tools``: record the ones first seen on a user-configured
         server. Stored hashes are never replaced here, and project servers are never recorded."""
         if spec.origin not in TRUSTED_ON_FIRST_CONNECT:
@@ -163,7 +169,7 @@ class TrustStore:
             self._update(lambda data: data.setdefault(spec.name, {}).update(
                 {k: v for k, v in new.items() if k not in data.get(spec.name, {})}))
 
-    def accept(self, server: str, tools: Iterable[mcp_types.Tool]) -> dict[str, str]:
+    def accept(self, server: str, tools: Iterable[Tool]) -> dict[str, str]:
         """``cox mcp trust <server>``: store the current hashes of ``server`` (replacing the old
         entry, so a tool the server no longer has is forgotten). Returns what was stored."""
         hashes = {t.name: tool_hash(t) for t in tools}

@@ -18,6 +18,7 @@ the next turn; system[0..2] byte-stable.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import threading
 import time
@@ -41,6 +42,7 @@ from cox.protocol.types import (
     ApprovalPolicy,
     Decision,
     PermissionMode,
+    QuestionCloseReason,
     Risk,
     SandboxMode,
     StopReason,
@@ -211,6 +213,9 @@ class SessionActor(CoxActor):
         self.dialogues: dict[int, OpenDialogue] = {}
         self.open_questions: dict[str, int] = {}
         self.dialogue_seq = 0
+        # Questions closed without the surface's answer (QuestionClosed): an Answer to one of
+        # them that was already on its way is ignored quietly. The latest few are enough.
+        self.closed_questions: collections.deque[str] = collections.deque(maxlen=64)
         self.deferred: dict[str, BaseTool] = dict(deferred or {})
         if resumed is not None:
             self.history = resumed.history
@@ -252,7 +257,7 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._shutdown_turn()
-        self._cancel_questions()
+        self._cancel_questions("session_closed")
         self._settle_markers()
         if self.cp is not None:
             self.cp.close()
@@ -404,6 +409,8 @@ class SessionActor(CoxActor):
         the history or logged: it goes to the asking server only."""
         did = self.open_questions.pop(sub.question_id, None)
         state = self.dialogues.get(did) if did is not None else None
+        if state is None and sub.question_id in self.closed_questions:
+            return  # closed (QuestionClosed) while the answer was on its way: nothing to do
         if state is None or state.question_id != sub.question_id:
             self.emit(m.Notice(level="warning", message=f"no open question with id {sub.question_id}"))
             return
@@ -466,16 +473,27 @@ class SessionActor(CoxActor):
                              source=state.dialogue.source))
 
     def _on_question_gone(self, did: int) -> None:
+        """The server's request was cancelled (it withdrew the question, or the call or the
+        connection it came from ended first): its open question closes on every surface."""
         state = self.dialogues.pop(did, None)
         if state is None:
             return
-        self.open_questions.pop(state.question_id, None)
-        self.emit(m.Notice(level="info", message=f"{state.dialogue.source} withdrew its question"))
+        self._close_question(state, "withdrawn")
 
-    def _cancel_questions(self) -> None:
-        """Cancel every open question (an interrupt, the turn's end, shutdown): each waiting
-        server request gets ``cancel``."""
+    def _close_question(self, state: OpenDialogue, reason: QuestionCloseReason) -> None:
+        if not state.question_id:
+            return
+        self.open_questions.pop(state.question_id, None)
+        self.closed_questions.append(state.question_id)
+        self.emit(m.QuestionClosed(question_id=state.question_id, reason=reason))
+        state.question_id = ""
+
+    def _cancel_questions(self, reason: QuestionCloseReason) -> None:
+        """Cancel every open question (an interrupt, the turn's end, shutdown): each closes on
+        the surfaces (``QuestionClosed{reason}``), then its waiting server request gets ``cancel``."""
         states, self.dialogues = list(self.dialogues.values()), {}
+        for state in states:
+            self._close_question(state, reason)
         self.open_questions.clear()
         for state in states:
             _resolve(state.reply, {"action": "cancel"})
@@ -926,6 +944,8 @@ class SessionActor(CoxActor):
             self.emit(m.CheckpointEvent(turn=turn.turn, call_id=call_id, files=files))
         if call.name == "tool_search":
             self._activate_deferred()
+        if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
+            self.emit(m.Notice(level="warning", message=result.meta["notice"]))
         if self.hooks is not None:  # only for calls that really ran
             self._hook("PostToolUse", {"tool": call.name, "input": call.input, "status": result.status.value,
                                        "output": result.visible})
@@ -1060,7 +1080,8 @@ class SessionActor(CoxActor):
         if turn.stop_watchdog is not None:
             turn.stop_watchdog()
         turn.scope.cancel()  # stops anything still running for this turn (no-op when all done)
-        self._cancel_questions()
+        self._cancel_questions("session_closed" if self.closing else
+                               "interrupted" if stop is StopReason.INTERRUPTED else "turn_ended")
         if turn.ran_commands:
             _reap_later(turn.processes)
         self._settle_markers()

@@ -22,6 +22,12 @@ field by field:
   --plain) is ``Answer{declined: true}`` and cancels the whole request; an empty answer (Enter
   on an empty field) means "keep / default / skip" and the dialogue decides which.
 
+A question that ends without the surface's answer — the server withdrew its request (or the call
+or connection it came from ended first), the turn was interrupted or ended, the session closed —
+is closed with a ``QuestionClosed{question_id, reason}`` event, so every surface stops asking it
+(the TUI drops its modal, ``--plain`` its prompt); an ``Answer`` to it that was already on its
+way is ignored.
+
 The Question's ``schema`` is a flat JSON Schema object with exactly one property (the field
 being asked, as the server wrote it, or ``action`` for the review and URL steps) plus an
 ``x-cox`` object: ``{"step": "field" | "review" | "url", "keep": bool, "index": i, "count": n}``.

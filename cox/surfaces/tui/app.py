@@ -349,6 +349,7 @@ class TUI:
         self.theme = str(st.get("theme") or os.environ.get("COX_THEME") or "dark")
         self.rollout = str(st.get("rollout") or "")  # a resumed session's rollout: replayed on start
         self.db_path = str(st.get("db") or "")  # cox.db (default: $COX_HOME's); /rewind lists its checkpoints
+        self.mcp_state = st.get("mcp_state")  # () -> MCP server rows; polled, servers start in the background
         self.completions = ""  # what Tab found, shown in the hint line until the next key
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
@@ -465,6 +466,8 @@ class TUI:
             pass
         self._start_reader()
         self.refresh_git()
+        if callable(self.mcp_state):
+            threading.Thread(target=self._watch_mcp, name="tui-mcp", daemon=True).start()
 
     def _start_reader(self) -> None:
         self._reader = threading.Thread(target=self._read, name="tui-reader", daemon=True)
@@ -529,6 +532,22 @@ class TUI:
             except RuntimeError:
                 pass
 
+    def _watch_mcp(self) -> None:
+        """Keep the status line's MCP rows current: servers with a cached tool listing start in
+        the background, after session_started listed them as starting (and any may restart).
+        Every 0.5 s while one is starting or restarting, else every 2 s; a change is posted."""
+        assert callable(self.mcp_state)
+        while not self._stop.wait(0.5 if _mcp_busy(self.model.status.mcp) else 2.0):
+            try:
+                rows = list(self.mcp_state())
+            except Exception:  # noqa: BLE001 - the manager is gone (the session closed)
+                return
+            if rows != self.model.status.mcp and self._post(("mcp", rows)) and self.loop is not None:
+                try:
+                    self.loop.call_from_thread(self.apply_pending)
+                except RuntimeError:
+                    return
+
     def _post(self, *items: tuple[Any, Any]) -> bool:
         """Queue items for the UI; True when the loop needs waking (no wake outstanding)."""
         with self._lock:
@@ -552,6 +571,8 @@ class TUI:
                     run = []
                 if event == "git":
                     self.model.status.git = extra
+                elif event == "mcp":
+                    self.model.status.mcp = extra
                 elif event == "dead":
                     self.model.add("error", "the session stopped")
                     self.exit_code = 1
@@ -584,6 +605,9 @@ class TUI:
         if t == "question":
             self.questions.ask_event(event)
             self.show_modal()
+        elif t == "question_closed":
+            if self.questions.close(event.question_id) is not None:
+                self.show_modal()
         elif t == "approval_required":
             self.approvals.append(event)
             self.show_modal()
@@ -1176,6 +1200,11 @@ def replay_rollout(model: Model, path: str) -> None:
     model.add("turn", "earlier in this session ↑")
 
 
+def _mcp_busy(rows: list[dict[str, Any]]) -> bool:
+    return not rows or any(not (r.get("status") == "ready" or str(r.get("status", "")).startswith("failed"))
+                           for r in rows)
+
+
 def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_from_config: bool = False,
         status: dict[str, Any] | None = None) -> int:
     """Run the TUI on this terminal until /quit, Ctrl+D or the session stops; then print the
@@ -1185,7 +1214,8 @@ def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_fr
     in %), ``tier`` (what /model shows; default "main"), ``theme`` ("light" or "dark"; else
     $COX_THEME; NO_COLOR wins), ``rollout`` (the resumed session's rollout path: its earlier
     transcript is replayed before the new turn), ``db`` (cox.db for the /rewind picker; default
-    $COX_HOME's)."""
+    $COX_HOME's), ``mcp_state`` (a callable returning the MCP server rows, polled for the status
+    line while servers start in the background)."""
     ui = TUI(handle, think_price=think_price, status=status)
     if resumed is not None:
         if ui.rollout:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from cox.policy.sanitize import sanitize
 
+from ..questions import closed_text
+
 if TYPE_CHECKING:
     from .worktree import GitState
 
@@ -94,6 +96,7 @@ class Model:
     blocks: list[Block] = field(default_factory=list)
     status: Status = field(default_factory=Status)
     tools: dict[str, Block] = field(default_factory=dict)
+    asking: dict[str, str] = field(default_factory=dict)  # open question id -> who asks (for its close)
     _open: Block | None = None  # the assistant/thinking block a delta extends
 
     # ------------------------------------------------------------ local actions
@@ -191,8 +194,13 @@ class Model:
                 last.touch()
             else:
                 self.add("notice", text)
+            self.asking[event.question_id] = event.source or "cox"
+        elif t == "question_closed":
+            self.add("notice", closed_text(self.asking.pop(event.question_id, None), event.reason),
+                     level="info")
         elif t == "turn_done":
             st.turn_running = False
+            self.asking.clear()
             for block in self.tools.values():
                 if block.state in ("running", "waiting"):
                     block.state, block.detail = "aborted", "interrupted"

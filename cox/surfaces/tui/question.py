@@ -5,6 +5,8 @@ Two kinds of question use it:
 - a session's ``Question`` event (an MCP server's elicitation, asked one field, review step or
   URL at a time; see ``cox/actors/session/questions.py``): the answer goes back as
   ``Answer{question_id}``, Esc sends ``Answer{declined: true}``, which cancels the whole request;
+  a ``QuestionClosed`` (the server withdrew it, the turn was interrupted or ended) takes the
+  modal away, and the transcript gets a one-line notice of why;
 - the TUI's own yes/no questions (the think tier's price consent for architect mode), titled
   ``cox asks:``, whose answer runs a callback and never leaves the TUI.
 
@@ -185,6 +187,14 @@ class Questions:
         head = self.queue[0]
         if head.key(size, key):  # answered (its callback may already have asked the next question)
             self.queue = deque(q for q in self.queue if q is not head)
+
+    def close(self, question_id: str) -> QuestionModal | None:
+        """The session closed this question without an answer (``QuestionClosed``): its modal
+        goes, wherever it is in the queue. Returns it (None when it was not here)."""
+        gone = next((q for q in self.queue if q.question_id == question_id), None)
+        if gone is not None:
+            self.queue = deque(q for q in self.queue if q is not gone)
+        return gone
 
     def drop_session_questions(self) -> None:
         """The turn ended: the session cancelled its open questions, so their modals go."""

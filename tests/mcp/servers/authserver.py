@@ -4,13 +4,15 @@ It speaks what the mcp SDK's client expects: RFC 8414 metadata at
 ``/.well-known/oauth-authorization-server``, RFC 7591 dynamic registration at ``/register``,
 ``/authorize`` (authorization code with PKCE S256, answered with a 302 to the registered loopback
 redirect URI), ``/token`` (``authorization_code`` with the PKCE verifier checked, and
-``refresh_token`` with rotation) and RFC 7662 ``/introspect``, which the protected MCP server
-(``httpserver.py``) asks about every bearer token.
+``refresh_token`` with rotation), RFC 7662 ``/introspect``, which the protected MCP server
+(``httpserver.py``) asks about every bearer token, and RFC 7009 ``/revoke``.
 
 Knobs for the failure tests: ``token_error`` (``/token`` answers 400 invalid_grant),
 ``deny`` (``/authorize`` redirects with ``error=access_denied``), ``expires_in`` (the lifetime of
-new access tokens), :meth:`expire_access_tokens` (every issued access token stops being active).
-``grants`` lists every grant the token endpoint served, in order.
+new access tokens), :meth:`expire_access_tokens` (every issued access token stops being active),
+:meth:`revoke_server_side` (tokens revoked by the server's side while cox still holds them valid),
+``revoke_status`` (what ``/revoke`` answers). ``grants`` lists every grant the token endpoint
+served, in order; ``revoked`` every ``(token_type_hint, token, client_id)`` ``/revoke`` got.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class AuthServer:
         self.refresh: dict[str, dict[str, Any]] = {}
         self.grants: list[str] = []
         self.requests: list[str] = []
+        self.revoked: list[tuple[str, str, str]] = []
+        self.revoke_status = 200
         self._lock = threading.Lock()
         owner = self
 
@@ -78,6 +82,19 @@ class AuthServer:
             for token in self.access.values():
                 token["exp"] = int(time.time()) - 1
 
+    def revoke_server_side(self, *, refresh: bool = False) -> None:
+        """Revoke every access token (and with ``refresh`` every refresh token too), as an
+        administrator or a rotation would: cox's copy has not expired by its own clock."""
+        with self._lock:
+            self.access.clear()
+            if refresh:
+                self.refresh.clear()
+
+    def active(self, token: str) -> bool:
+        with self._lock:
+            found = self.access.get(token)
+            return (found is not None and found["exp"] > time.time()) or token in self.refresh
+
     def metadata(self) -> dict[str, Any]:
         return {
             "issuer": self.url,
@@ -85,6 +102,7 @@ class AuthServer:
             "token_endpoint": f"{self.url}/token",
             "registration_endpoint": f"{self.url}/register",
             "introspection_endpoint": f"{self.url}/introspect",
+            "revocation_endpoint": f"{self.url}/revoke",
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token"],
             "code_challenge_methods_supported": ["S256"],
@@ -116,6 +134,8 @@ class AuthServer:
             self._token(h, form)
         elif url.path == "/introspect":
             self._introspect(h, form)
+        elif url.path == "/revoke":
+            self._revoke(h, form)
         else:
             _json(h, 404, {"error": "not_found"})
 
@@ -182,6 +202,23 @@ class AuthServer:
             self.refresh[refresh] = {"client_id": client_id, "scope": scope, "resource": resource}
         _json(h, 200, {"access_token": access, "token_type": "Bearer", "expires_in": self.expires_in,
                        "refresh_token": refresh, "scope": scope})
+
+    def _revoke(self, h: BaseHTTPRequestHandler, form: dict[str, str]) -> None:
+        """RFC 7009: 200 whether or not the token was known; a refresh token's revocation also
+        ends the access tokens issued with it (here: every one of the client's)."""
+        token, client_id = form.get("token", ""), form.get("client_id", "")
+        self.revoked.append((form.get("token_type_hint", ""), token, client_id))
+        if self.revoke_status != 200:
+            _json(h, self.revoke_status, {"error": "temporarily_unavailable"})
+            return
+        with self._lock:
+            self.access.pop(token, None)
+            if self.refresh.pop(token, None) is not None:
+                for key in [k for k, v in self.access.items() if v["client_id"] == client_id]:
+                    del self.access[key]
+        h.send_response(200)
+        h.send_header("Content-Length", "0")
+        h.end_headers()
 
     def _introspect(self, h: BaseHTTPRequestHandler, form: dict[str, str]) -> None:
         token = self.access.get(form.get("token", ""))
