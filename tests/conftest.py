@@ -24,7 +24,15 @@ def cox_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def no_leaked_actors():
     before = threading.active_count()
     yield
-    pykka.ActorRegistry.stop_all(block=True, timeout=5)
+    try:
+        pykka.ActorRegistry.stop_all(block=True, timeout=5)
+    except pykka.Timeout:
+        import faulthandler
+        import sys
+
+        print("an actor did not stop within 5 s; every thread's stack:", file=sys.stderr)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        raise
     deadline = time.monotonic() + 5
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -65,6 +65,7 @@ Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
 
 WATCHDOG_S = 0.5
+MARKER_WAIT_S = 2.0  # the most a turn end or a stop waits for the turn markers, in total
 """How often a running turn checks that its children are still alive."""
 
 ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message"}
@@ -259,7 +260,7 @@ class SessionActor(CoxActor):
         self._shutdown_turn()
         self._cancel_questions("session_closed")
         self._settle_markers()
-        if self.cp is not None:
+        if self.cp is not None and not self.markers:  # never close it under a running marker
             self.cp.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -635,12 +636,14 @@ class SessionActor(CoxActor):
         self.markers.append(thread)
         thread.start()
 
-    def _settle_markers(self) -> None:
-        """Wait for the markers (one db row each; bounded so a stuck disk cannot hang the
-        session) and show their warnings: called before a turn's turn_done, so a warning is part
-        of its turn, and before a rewind reads the markers."""
+    def _settle_markers(self, within_s: float = MARKER_WAIT_S) -> None:
+        """Wait for the markers (one db row each) and show their warnings: called before a
+        turn's turn_done, so a warning is part of its turn, and before a rewind reads the
+        markers. Bounded in total, so a stuck disk or a locked database cannot hold up a turn's
+        end or the session's stop; a marker still running is waited for the next time."""
+        deadline = time.monotonic() + within_s
         for thread in self.markers:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.markers = [t for t in self.markers if t.is_alive()]
         while self.marker_warnings:
             self.emit(m.Notice(level="warning", message=self.marker_warnings.pop(0)))
