@@ -338,6 +338,11 @@ def test_a_revoked_login_whose_refresh_is_refused_fails_the_call_with_the_login_
     result = _echo(manager, "after the revocation")
     assert not result.ok and result.visible == f"mcp server 'prot': {sentence}", result.visible
     assert auth.grants == ["authorization_code", "refresh_token"], "the refresh grant is tried once"
+    # The board is updated by the server's actor as its connection ends, just after the call's
+    # answer: give it a moment (bounded).
+    deadline = time.monotonic() + 5
+    while manager.state() != [{"name": "prot", "status": f"failed: {sentence}"}] and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert manager.state() == [{"name": "prot", "status": f"failed: {sentence}"}]
     again = _echo(manager, "once more")  # the server is skipped, not restarted: the same sentence
     assert not again.ok and again.visible == f"mcp server 'prot': {sentence}", again.visible
