@@ -250,3 +250,19 @@ def test_a_file_git_cannot_add_is_left_out_not_fatal(cp: Checkpointer, ws: Path)
     before = cp.snapshot()
     (ws / "ok.txt").write_text("changed")
     assert cp.changes_since("s1", 1, "c", before) == ["ok.txt"]
+
+
+def test_a_cox_home_inside_the_workspace_is_not_snapshotted(ws: Path):
+    """cox run in ~ (or COX_HOME under the project): cox's own database, archive and temporary
+    files are not part of the workspace's snapshots."""
+    layout = Layout(ws / "state" / "cox-home").ensure()
+    (ws / "a.txt").write_text("a")
+    c = Checkpointer(layout, ws, git_timeout=30)
+    try:
+        before = c.snapshot()
+        (layout.archive / "x.bin").write_bytes(b"archived")
+        (layout.archive / ".tmp-part").write_bytes(b"vanishing")
+        (ws / "a.txt").write_text("A")
+        assert c.changes_since("s1", 1, "call-1", before) == ["a.txt"]
+    finally:
+        c.close()

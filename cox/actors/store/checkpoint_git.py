@@ -231,8 +231,25 @@ class PrivateRepo:
         attributes = self.git_dir / "info" / "attributes"
         if not attributes.is_file() or attributes.read_text(encoding="utf-8") != _ATTRIBUTES:
             attributes.write_text(_ATTRIBUTES, encoding="utf-8")
+        exclude, wanted = self.git_dir / "info" / "exclude", self._own_exclude()
+        if (exclude.read_text(encoding="utf-8") if exclude.is_file() else "") != wanted:
+            exclude.write_text(wanted, encoding="utf-8")
         self.home.mkdir(exist_ok=True)
         self._ready = True
+
+    def _own_exclude(self) -> str:
+        """cox's home (``$COX_HOME``, which holds this repository) when it lies inside the
+        workspace — cox run in ``~``, or a home under the project: snapshotting it would record
+        cox's own archive and database, and fail on temporary files that vanish mid-walk."""
+        home = self.git_dir.parent.parent.resolve()
+        try:
+            rel = home.relative_to(self.root)
+        except ValueError:
+            return ""
+        if rel == Path("."):
+            return ""
+        pattern = "/" + rel.as_posix().replace("\\", "\\\\")
+        return "".join("\\" + c if c in "*?[!#" else c for c in pattern) + "/\n"
 
     @contextmanager
     def locked(self) -> Iterator[None]:
