@@ -266,3 +266,22 @@ def test_a_cox_home_inside_the_workspace_is_not_snapshotted(ws: Path):
         assert c.changes_since("s1", 1, "call-1", before) == ["a.txt"]
     finally:
         c.close()
+
+
+def test_an_exception_inside_a_transaction_never_leaves_the_write_lock_held(cp: Checkpointer, layout: Layout):
+    """An interrupt landing between a BEGIN and its try (chaos, a killed caller) must not keep
+    cox.db's write lock: another connection (the store actor's) can write at once after."""
+    import sqlite3
+
+    import pytest
+
+    with pytest.raises(KeyboardInterrupt), cp._guard("test"):
+        cp._db().execute("BEGIN IMMEDIATE")
+        raise KeyboardInterrupt
+    assert not cp._db().in_transaction
+    other = sqlite3.connect(str(layout.db), timeout=0.2, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # would raise "database is locked" after 0.2 s
+        other.execute("ROLLBACK")
+    finally:
+        other.close()

@@ -39,9 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cox.log import get_logger
+
 from . import archive, db
 from .checkpoint_git import GITLINK, SYMLINK, GitError, PrivateRepo, clean_env, root_hash, which_git
 from .layout import Layout
+
+log = get_logger(__name__)
 
 TOO_BIG = 8 * 1024 * 1024
 TITLE_MAX = 80
@@ -187,7 +191,10 @@ class Checkpointer:
 
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
-        """Serialise callers and turn every failure into one ``CheckpointError``."""
+        """Serialise callers and turn every failure into one ``CheckpointError``. Whatever
+        happened, no write transaction stays open on the shared connection: an exception that
+        lands between a ``BEGIN`` and its ``try`` (an interrupt, a killed caller) would otherwise
+        hold cox.db's write lock and stall every other writer, the store actor included."""
         with self._lock:
             try:
                 yield
@@ -197,6 +204,13 @@ class Checkpointer:
                 raise CheckpointError(f"checkpoint {what}: {e}") from e
             except (OSError, sqlite3.Error, ValueError, UnicodeError) as e:
                 raise CheckpointError(f"checkpoint {what} failed: {type(e).__name__}: {e}") from e
+            finally:
+                conn = self._conn
+                if conn is not None and conn.in_transaction:
+                    try:
+                        conn.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        log.warning("checkpoint rollback failed", what=what)
 
     def _rel(self, path: Path | str) -> str:
         """The key a named file is recorded under: relative to the root (POSIX) when inside it,
