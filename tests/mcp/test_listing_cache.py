@@ -395,3 +395,25 @@ assert heavy == [], heavy
     env = {**os.environ, "COX_HOME": str(cox_home)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_cached_start_lets_the_first_model_request_leave_first(root: SupervisorHandle, pidfile: Path,
+                                                                  tmp_path: Path, ws: Path) -> None:
+    """With every listing cached nothing waits for the servers, so their start (the SDK import,
+    ~0.4 s of CPU) waits until the session's first model request has left, at most
+    LAUNCH_AFTER_REQUEST_S; without a cache it starts at once (the session waits for it)."""
+    from cox.actors.mcp import supervisor
+    from cox.actors.provider.transport import REQUEST_SENT
+
+    spec = late_spec(tmp_path, delay=0.0)
+    REQUEST_SENT.clear()
+    first_run(root, spec, ws)  # no cache: started (and waited for) without any request
+    mcp = start(root, spec, ws, background=True)
+    try:
+        assert not mcp.launched.wait(supervisor.LAUNCH_AFTER_REQUEST_S / 3), "started before the request left"
+        REQUEST_SENT.set()
+        assert mcp.launched.wait(5), "the request left but the servers did not start"
+        mcp.wait_settled()
+        assert mcp.state() == [{"name": "late", "status": "ready"}]
+    finally:
+        mcp.stop()

@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 DEFAULT_BACKOFF = Backoff(initial_s=0.1, max_s=5.0, reset_after_s=0.5)
 """A server that lived half a second (it got through its start-up) counts as healthy again, so a
 server killed from outside comes back at once; one that dies while starting backs off, up to 5 s."""
+LAUNCH_AFTER_REQUEST_S = 0.5  # the most a background start waits for the first model request to leave
 
 
 class McpManager:
@@ -253,6 +254,15 @@ class McpManager:
         """Start the ``mcp`` supervisor and its servers (this imports the SDK). In the background
         a failure is logged and every server shows as failed; otherwise it is raised."""
         try:
+            if background and set(self.servers) <= set(self.cached):
+                # Nothing waits for these servers (all listings are cached) and the SDK import
+                # is ~0.4 s of CPU: let the session's first model request leave first (it does
+                # within ~0.15 s of launch), and the servers start while the model thinks.
+                # Bounded, so a session that sends nothing yet (a TUI waiting for its first
+                # prompt) starts them anyway.
+                from cox.actors.provider.transport import REQUEST_SENT
+
+                REQUEST_SENT.wait(LAUNCH_AFTER_REQUEST_S)
             from . import server  # noqa: F401 - the SDK import (~0.4 s), here rather than in a child's start
 
             children = [

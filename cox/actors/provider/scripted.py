@@ -105,6 +105,9 @@ class ScriptedProvider:
             return reply
 
     def stream(self, request: ModelRequest, cancel: CancelToken) -> Iterator[StreamDelta]:
+        from .transport import REQUEST_SENT
+
+        REQUEST_SENT.set()  # as a real provider does once its request has left
         reply = self._take(request)
         if "error" in reply and "events" not in reply:
             raise _error(reply["error"])

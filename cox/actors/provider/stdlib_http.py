@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import ProviderError
 
-from .transport import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, http_error, parse_sse
+from .transport import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, REQUEST_SENT, http_error, parse_sse
 
 _idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
 _lock = threading.Lock()
@@ -92,6 +92,7 @@ def post_sse_stdlib(url: str, headers: dict[str, str], body: dict[str, Any], can
                 if conn.sock is not None:
                     conn.sock.settimeout(READ_TIMEOUT_S)
                 conn.request("POST", path, body=payload, headers=send_headers)
+                REQUEST_SENT.set()
                 response = conn.getresponse()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 conn.close()

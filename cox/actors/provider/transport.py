@@ -23,6 +23,11 @@ from typing import Any
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import ProviderError
 
+# Set once a model request has left this process. Work that may run in the background but would
+# compete for the GIL with building and sending the first request (MCP's start: the SDK import
+# alone is ~0.4 s of CPU) waits for it, bounded.
+REQUEST_SENT = threading.Event()
+
 CONNECT_TIMEOUT_S = 15.0
 READ_TIMEOUT_S = 300.0  # between two chunks of a stream: long thinking pauses are real
 
@@ -171,6 +176,8 @@ def _post_sse_httpx(url: str, headers: dict[str, str], body: dict[str, Any], can
     opened: list[Any] = []
 
     def trace(name: str, info: dict[str, Any]) -> None:
+        if name.endswith(".send_request_body.complete"):
+            REQUEST_SENT.set()
         if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
             stream = info.get("return_value")
             if stream is not None:
