@@ -295,3 +295,32 @@ def test_a_pending_project_server_keeps_the_builtin_tools(tmp_path: Path, cox_ho
     assert "pending trust" in p.stderr
     tools = json.loads(p.stdout.splitlines()[0])["tools"]
     assert {"read", "bash", "list_mcp_resources", "mcp__p__signup"} <= set(tools), tools
+
+
+def test_a_server_that_elicits_at_once_still_reaches_the_person(app: App, tmp_path: Path, cox_home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calling thread may be descheduled right after it hands the call to the connection's
+    loop; a server that elicits at once must still find the session to ask (it used to get
+    decline when its request beat the asker's registration)."""
+    import asyncio
+
+    from cox.actors.mcp import server as mcp_server
+
+    real = asyncio.run_coroutine_threadsafe
+
+    def slow_caller(coro: Any, loop: Any) -> Any:
+        future = real(coro, loop)
+        time.sleep(0.5)  # the server's elicitation arrives meanwhile
+        return future
+
+    manager = connect(app, tmp_path)
+    monkeypatch.setattr(mcp_server.asyncio, "run_coroutine_threadsafe", slow_caller)
+
+    def react(event: Any, handle: Any, run: Any) -> None:
+        if event.type == "question":
+            handle.submit(m.Answer(question_id=event.question_id, declined=True))
+
+    run = run_session(tmp_path, cox_home, SIGNUP, "sign me up", tools=session_tools(manager), app=app,
+                      mode=PermissionMode.BYPASS, react=react, timeout=30)
+    assert run.of("question"), "the server's question never reached the session"
+    assert answers(tmp_path) == [{"action": "cancel"}]

@@ -28,6 +28,7 @@ from keyring.compat import properties
 
 from cox.actors.mcp.auth import LoginFailed, LoginRequired, login, refresh_margin
 from cox.actors.mcp.config import McpServerSpec, Origin
+from cox.actors.mcp.state import McpServerCrashed
 from cox.actors.mcp.supervisor import fetch_tools, start_mcp
 from cox.actors.mcp.tokens import KEYRING_USER, TokenStore, auth_status, keyring_service
 from cox.actors.mcp.trust import TrustStore
@@ -277,6 +278,10 @@ def test_session_skips_a_server_that_needs_login_and_does_not_restart_it(
     time.sleep(0.5)
     children = {c["name"]: c for c in manager.handle.which_children()}
     assert children["prot"]["restarts"] == 0, "a server waiting for a login is not restarted"
+    with pytest.raises(McpServerCrashed) as waiting:  # and a caller is not told it is
+        manager.connection("prot", timeout=0.5)
+    assert str(waiting.value) == ("mcp server 'prot' is not available (failed: needs a login; run "
+                                  "`cox mcp login prot`)")
     # Logged in from elsewhere: reconnect picks the token up.
     login(spec, store=TokenStore(cox_home), timeout=10, open_browser=follow, say=lambda _s: None)
     manager.reconnect("prot")

@@ -318,9 +318,16 @@ class Connection:
                 except Exception:
                     log.exception("progress callback of mcp server %s failed", name)
 
-        future = asyncio.run_coroutine_threadsafe(
-            session.call_tool(tool, arguments, progress_callback=on_progress), self._loop)
-        return self._await(future, tool, timeout, cancel, ask)
+        # The asker is registered before the call is sent: a server may elicit at once, and its
+        # request reaches the loop thread before this thread runs again (then it found nobody
+        # to ask and got "decline").
+        token = self.elicitor.enter(ask)
+        try:
+            future = asyncio.run_coroutine_threadsafe(
+                session.call_tool(tool, arguments, progress_callback=on_progress), self._loop)
+            return self._await(future, tool, timeout, cancel)
+        finally:
+            self.elicitor.leave(token)
 
     def list_resources(self, *, timeout: float | None = None, cancel: CancelToken | None = None,
                        ) -> tuple[list[mcp_types.Resource], list[mcp_types.ResourceTemplate]]:
@@ -373,7 +380,7 @@ class Connection:
         return session
 
     def _await(self, future: concurrent.futures.Future[T], what: str, timeout: float | None,
-               cancel: CancelToken | None, ask: Ask | None = None) -> T:
+               cancel: CancelToken | None) -> T:
         """Wait for one request's future in the calling thread, mapping what can go wrong."""
         name = self.spec.name
         timeout = self.settings.timeout_s if timeout is None else timeout
@@ -382,7 +389,6 @@ class Connection:
             future.cancel()  # cancels the task; the SDK sends notifications/cancelled
 
         unregister = cancel.on_cancel(cancel_call) if cancel is not None else (lambda: None)
-        token = self.elicitor.enter(ask)
         try:
             return self.elicitor.wait(future, timeout)
         except concurrent.futures.CancelledError:
@@ -408,7 +414,6 @@ class Connection:
             self.broken(error)
             raise error from err
         finally:
-            self.elicitor.leave(token)
             unregister()
 
     def close(self, timeout: float = 5.0) -> None:

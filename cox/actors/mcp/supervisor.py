@@ -225,6 +225,8 @@ class McpManager:
             return conn
         status = self.board.get(name)
         why = f"failed: {status.error}" if status.phase == "failed" else f"{last or 'not available'}"
+        if "cox mcp login" in why:  # waiting for a login: it is not restarted, the sentence says what to do
+            raise McpServerCrashed(f"mcp server '{name}' is not available ({why})")
         raise McpServerCrashed(f"mcp server '{name}' is not available ({why}); it is being restarted")
 
     def reconnect(self, name: str, timeout: float = 5.0) -> None:
