@@ -204,11 +204,6 @@ class Question(Record):
     url: str | None = None
     source: str | None = None
 
-    @property
-    def schema_(self) -> dict[str, Any] | None:
-        """The name this field had under pydantic (where ``schema`` was taken)."""
-        return self.schema
-
 
 @record
 class QuestionClosed(Record):

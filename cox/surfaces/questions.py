@@ -54,9 +54,7 @@ def _options(prop: dict[str, Any]) -> list[tuple[str, str]] | None:
 
 def shape(event: Any) -> Shape:
     """The Shape of a ``question`` event."""
-    schema = getattr(event, "schema_", None)
-    if schema is None:
-        schema = getattr(event, "schema", None)
+    schema = event.schema
     source = sanitize(str(getattr(event, "source", None) or "cox"))
     out = Shape(source=source, prompt=sanitize(str(event.prompt)), url=getattr(event, "url", None))
     if not isinstance(schema, dict):

@@ -101,7 +101,7 @@ def test_a_form_is_asked_field_by_field_and_only_the_server_gets_the_answers(app
     assert [q.source for q in questions] == ["mcp:e"] * 6
     assert "(1/4) Name — your full name" in questions[0].prompt
     assert questions[2].prompt.startswith("✗ not a whole number; try again")
-    assert [o["title"] for o in questions[3].schema_["properties"]["colour"]["oneOf"]] == ["Red", "Green", "Blue"]
+    assert [o["title"] for o in questions[3].schema["properties"]["colour"]["oneOf"]] == ["Red", "Green", "Blue"]
     assert "send Name, Age, Colour, Newsletter to mcp:e?" in questions[5].prompt
     done = run.of("tool_call_done")[0].result
     assert done.status is ToolStatus.OK and done.visible == "action=accept fields=age,colour,name,news", done.visible

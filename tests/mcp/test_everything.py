@@ -184,7 +184,7 @@ def test_elicitation_form_and_url_through_a_session(tmp_path: Path, cox_home: Pa
         def react(event: object, handle: object, run: object) -> None:
             if getattr(event, "type", "") != "question":
                 return
-            props = event.schema_["properties"]  # type: ignore[attr-defined]
+            props = event.schema["properties"]  # type: ignore[attr-defined]
             field = next(iter(props))
             if field == "action":
                 answer = "send" if event.url is None else "open"  # type: ignore[attr-defined]

@@ -20,19 +20,18 @@ uses (name, description, input schema, annotations), as plain JSON data.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cox.atomic import write_atomic
 
 if TYPE_CHECKING:
     from .config import McpServerSpec
@@ -183,12 +182,4 @@ class ToolCache:
         # Keys keep their order: a schema read back must serialise as the server sent it, so the
         # tools a cached session sends are byte-identical to a live one's (the prompt cache).
         text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)  # no fsync: a cache lost to a power cut only means one slower start
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(self.path, text.encode("utf-8"))  # no fsync: a lost cache is one slower start

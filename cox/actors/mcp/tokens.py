@@ -21,10 +21,11 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from cox.atomic import write_atomic
 
 __all__ = ["KEYRING_USER", "TokenStore", "auth_status", "keyring_service"]
 
@@ -134,16 +135,7 @@ class TokenStore:
         folder.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
             os.chmod(folder, 0o700)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")  # mkstemp: mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self._file(name))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(self._file(name), text.encode("utf-8"), mode=0o600)
 
     def delete(self, name: str) -> bool:
         """Forget ``name``'s record wherever it is; ``True`` if there was one."""

@@ -17,18 +17,17 @@ it never reaches the server (see ``McpTool``).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
+
+from cox.atomic import write_atomic
 
 from .config import McpServerSpec, Origin
 
@@ -192,17 +191,7 @@ class TrustStore:
         data = self._read()
         change(data)
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(self.path, text.encode("utf-8"), fsync=True)
         self._data = data
         self._stamp = self._stat()
         self._loaded = True

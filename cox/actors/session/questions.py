@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -78,16 +79,16 @@ class Done:
 Step = Ask | Done
 
 
-class Dialogue:
+class Dialogue(ABC):
     """A state machine: ``start()`` gives the first step, ``answer()`` the next one."""
 
     source: str
 
-    def start(self) -> Step:
-        raise NotImplementedError
+    @abstractmethod
+    def start(self) -> Step: ...
 
-    def answer(self, value: Any, cancelled: bool = False) -> Step:
-        raise NotImplementedError
+    @abstractmethod
+    def answer(self, value: Any, cancelled: bool = False) -> Step: ...
 
 
 def dialogue_for(request: dict[str, Any]) -> Dialogue:

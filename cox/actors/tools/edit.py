@@ -14,13 +14,12 @@ byte) is kept. The file is replaced atomically, as ``write`` does.
 from __future__ import annotations
 
 import bisect
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cox.atomic import write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import ToolEnv, ToolInputError
@@ -183,19 +182,8 @@ def _diff(before: str, after: str, where: str) -> tuple[str, int, int]:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".cox-tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Replace the existing file ``path`` with ``data``, keeping its permission bits."""
+    write_atomic(path, data, mode=path.stat().st_mode & 0o7777, suffix=".cox-tmp")
 
 
 class EditTool(PathTool):
