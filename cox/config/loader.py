@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from cox.protocol.record import DecodeError, Record, Spec, decode, specs
-from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode
 
 from .lines import KeyPath, key_lines, line_of
+from .project import entry_key, project_verdict
 from .schema import Config
 
 Keys = tuple[str, ...]
@@ -424,9 +424,14 @@ class _Layer:
     where: Callable[[KeyPath], str]
     file: str | None = None
     lines: dict[KeyPath, int] = field(default_factory=dict)
+    names: dict[Keys, str] = field(default_factory=dict)
 
     def line(self, path: KeyPath) -> int | None:
         return line_of(self.lines, path) if self.file else None
+
+    def label(self, path: Keys) -> str:
+        """The key as this layer's file spells it (a Claude settings file says ``defaultMode``)."""
+        return self.names.get(path) or _dotted(path)
 
 
 def _read_file(path: Path, kind: str) -> _Layer | None:
@@ -589,72 +594,26 @@ def _resolve(path: Keys, where: str) -> tuple[_Leaf, list[Keys]]:
 
 
 # --------------------------------------------------------------------------------------------
-# Project restrictions: a repository may narrow trust, never widen it
-
-_PERMISSION_RANK = {PermissionMode.BYPASS: 0, PermissionMode.ACCEPT_EDITS: 1,
-                    PermissionMode.DEFAULT: 2, PermissionMode.PLAN: 3}
-_APPROVAL_RANK = {ApprovalPolicy.ON_REQUEST: 0, ApprovalPolicy.NEVER: 1}
-_SANDBOX_RANK = {SandboxMode.DANGER_FULL_ACCESS: 0, SandboxMode.WORKSPACE_WRITE: 1, SandboxMode.READ_ONLY: 2}
-_RANKS: dict[Keys, dict[Any, int]] = {
-    ("permissions", "mode"): _PERMISSION_RANK,
-    ("permissions", "approval_policy"): _APPROVAL_RANK,
-    ("sandbox", "mode"): _SANDBOX_RANK,
-}
-_ALWAYS_WIDENING: dict[Keys, frozenset[str]] = {
-    ("permissions", "mode"): frozenset({PermissionMode.BYPASS, PermissionMode.ACCEPT_EDITS}),
-    ("sandbox", "mode"): frozenset({SandboxMode.DANGER_FULL_ACCESS}),
-}
-_PROGRAM_TABLES: dict[Keys, str] = {
-    ("mcp", "servers"): "a project's MCP servers belong in .mcp.json, which has its own trust step",
-    ("lsp", "servers"): "a project config may not choose programs cox runs; language servers come from {user}",
-    ("hooks",): "a project config may not choose programs cox runs; hooks come from {user}",
-    ("models",): "a project config may not change model prices or limits, which budgets rely on; set them in {user}",
-}
+# Project restrictions: a repository may narrow trust, never widen it (the allowlist and the
+# reason for each key are in cox.config.project)
 
 
-def _widening(path: Keys, value: Any, current: Callable[[Keys], Any], user: str) -> str | None:
-    """Why a project setting would widen trust (so it is ignored), or ``None`` to keep it."""
-    for prefix, reason in _PROGRAM_TABLES.items():
-        if path[: len(prefix)] == prefix and len(path) > len(prefix):
-            return reason.format(user=user)
-    if path == ("permissions", "allow"):
-        return f"a project config may not add allow rules; put them in {user}" if value else None
-    if path in _RANKS:
-        rank = _RANKS[path]
-        before = current(path)
-        if value in _ALWAYS_WIDENING.get(path, ()):
-            return f"a project config may not set {value!r}, it widens trust"
-        if rank[value] < rank[before]:
-            return f"{value!r} is looser than {str(before)!r} from your own settings"
-        return None
-    if path == ("sandbox", "network"):
-        return "a project config may not turn network access on" if value else None
-    if path == ("sandbox", "writable_roots"):
-        extra = [root for root in value if root not in current(path)]
-        return f"a project config may not add writable roots ({', '.join(extra)})" if extra else None
-    if path[0] == "budget":
-        before = current(path)
-        if before is not None and value > before:
-            return f"a project config may only lower a budget cap (yours is {before})"
-    return None
-
-
-def _restrict_project(layer: _Layer, current: Callable[[Keys], Any], user: str) -> list[str]:
+def _restrict(layer: _Layer, current: Callable[[Keys], Any], user: str,
+              verdict: Callable[[Keys, Any, Callable[[Keys], Any], str], str | None] = project_verdict) -> list[str]:
+    """Drop from ``layer`` what ``verdict`` refuses; one warning per ignored key (per named entry
+    for tables of entries), naming the file, the line and the key."""
     warnings: list[str] = []
     warned: set[Keys] = set()
     kept: dict[Keys, Any] = {}
     for path, value in layer.entries.items():
-        reason = _widening(path, value, current, user)
+        reason = verdict(path, value, current, user)
         if reason is None:
             kept[path] = value
             continue
-        key = path
-        for prefix in _PROGRAM_TABLES:  # one warning per named entry, not per field
-            if path[: len(prefix)] == prefix:
-                key = path[: len(prefix) + 1]
+        key = entry_key(path)
         if key not in warned:
             warned.add(key)
-            warnings.append(f"{layer.where(key)}: ignored {_dotted(key)}: {reason}")
+            warnings.append(f"{layer.where(key)}: ignored {layer.label(key)}: {reason}")
     layer.entries = kept
     return warnings
 
@@ -773,7 +732,7 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
         project = _read_file(project_path, "project")
         if project is not None:
             files.append(str(project_path))
-            warnings.extend(_restrict_project(project, merged.current, str(user_path)))
+            warnings.extend(_restrict(project, merged.current, str(user_path)))
             merged.apply(project)
     merged.apply(_env_layer(env))
     if flags:
