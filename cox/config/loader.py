@@ -1,10 +1,13 @@
-"""Layered configuration: defaults → user file → project file → ``COX_*`` env → flags.
+"""Layered configuration: defaults → user file → Claude user settings → project file → project
+Claude settings → ``COX_*`` env → flags.
 
 Why a hand-written walk over the raw TOML before the records are built: every complaint about a
 setting must be one line naming the file, the line and the key (``cox config show`` is how a
 person finds out why cox behaves as it does), and a project file must be able to *narrow* trust
 but never widen it. Both need to know, per key, which layer and which line it came from, which a
-plain decode of a merged dict cannot tell.
+plain decode of a merged dict cannot tell. What a project may set is an allowlist, with the
+reason for every key, in :mod:`cox.config.project`; Claude Code's permission files are read by
+:mod:`cox.config.claude`.
 
 Layers are kept flat: ``{("core", "model"): "x", ...}``. Applying a layer overwrites leaves one
 by one, so tables merge deeply; the three permission rule lists (allow/ask/deny) are the exception
@@ -17,7 +20,7 @@ import json
 import os
 import re
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
@@ -26,6 +29,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from cox.protocol.record import DecodeError, Record, Spec, decode, specs
 
+from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
 from .lines import KeyPath, key_lines, line_of
 from .project import entry_key, project_verdict
 from .schema import Config
@@ -419,7 +423,7 @@ _ENTRY = _Entry()
 
 @dataclass
 class _Layer:
-    kind: str  # "user" | "project" | "env" | "flag"
+    kind: str  # "user" | "claude-user" | "project" | "claude-project" | "extra" | "env" | "flag"
     entries: dict[Keys, Any]
     where: Callable[[KeyPath], str]
     file: str | None = None
@@ -705,35 +709,67 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, str] | None = None,
-                flags: Mapping[str, Any] | None = None) -> Config:
+                flags: Mapping[str, Any] | None = None, user_home: Path | None = None,
+                extra: Sequence[Path] = ()) -> Config:
     """Load the effective configuration for a session started in ``cwd``.
 
-    Precedence, lowest first: built-in defaults, ``<cox_home>/config.toml``,
-    ``<cwd>/.cox/config.toml`` (with the project restrictions), ``COX_*`` variables of ``env``
-    (default ``os.environ``), then ``flags`` (dotted key → value; ``None`` means "not given";
-    a string for a non-string key is parsed like an environment value).
+    Precedence, lowest first: built-in defaults, ``<cox_home>/config.toml``, Claude Code's user
+    ``~/.claude/settings.json`` (permissions only, :mod:`cox.config.claude`), ``<cwd>/.cox/config.toml``
+    and then ``<cwd>/.claude/settings.json`` and ``settings.local.json`` (both with the project
+    restrictions of :mod:`cox.config.project`), the ``extra`` files (config files the person
+    named on a command line, trusted like the user file; one that does not exist is an error),
+    ``COX_*`` variables of ``env`` (default ``os.environ``), then ``flags`` (dotted key → value;
+    ``None`` means "not given"; a string for a non-string key is parsed like an environment value).
+    ``user_home`` (default ``Path.home()``) is where ``~`` and ``~/.claude`` are.
 
     Raises :class:`ConfigError` (one line naming file, line and key) for a syntax error, an
-    unknown key or a wrong type. Ignored project settings are listed in ``config.warnings``.
+    unknown key or a wrong type in a cox file. Ignored settings (project restrictions, a Claude
+    settings file cox could not use) are listed in ``config.warnings``; they never stop cox.
     """
     env = os.environ if env is None else env
     home = cox_home if cox_home is not None else default_cox_home(env)
+    user_home = Path.home() if user_home is None else Path(user_home)
     user_path = Path(home).absolute() / "config.toml"
-    project_path = Path(cwd).absolute() / ".cox" / "config.toml"
+    workspace = Path(cwd).absolute()
+    project_path = workspace / ".cox" / "config.toml"
+    claude_user = user_settings_path(user_home, env).absolute()
+    roots = [str(workspace)]
 
     merged = _Merged()
     warnings: list[str] = []
     files: list[str] = []
+
+    def claude(path: Path, scope: str) -> None:
+        read = read_settings(path, home=str(user_home), roots=roots)
+        if read is None:
+            return
+        files.append(str(path))
+        warnings.extend(read.warnings)
+        layer = _claude_layer(read, scope)
+        warnings.extend(_restrict(layer, merged.current, str(user_path), claude_verdict(scope)))
+        merged.apply(layer)
+
     user = _read_file(user_path, "user")
     if user is not None:
         files.append(str(user_path))
         merged.apply(user)
+    claude(claude_user, "user")
     if not _same_file(project_path, user_path):  # cwd == $HOME: the user file is not a project's
         project = _read_file(project_path, "project")
         if project is not None:
             files.append(str(project_path))
             warnings.extend(_restrict(project, merged.current, str(user_path)))
             merged.apply(project)
+    for name in ("settings.json", "settings.local.json"):
+        path = workspace / ".claude" / name
+        if not _same_file(path, claude_user):
+            claude(path, "project")
+    for path in extra:
+        layer = _read_file(Path(path).absolute(), "extra")
+        if layer is None:
+            raise ConfigError(f"{path}: no such file", file=str(path))
+        files.append(str(Path(path).absolute()))
+        merged.apply(layer)
     merged.apply(_env_layer(env))
     if flags:
         merged.apply(_flag_layer(flags))
@@ -741,6 +777,29 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     config._warnings = warnings
     config._files = files
     return config
+
+
+def _claude_layer(read: ClaudeFile, scope: str) -> _Layer:
+    """A Claude settings file as a layer: its rules under ``permissions.*`` (each at its own
+    line) and its ``defaultMode`` as ``permissions.mode``."""
+    entries: dict[Keys, Any] = {}
+    lines: dict[KeyPath, int | None] = {}
+    for kind, rules in read.rules.items():
+        path = ("permissions", kind)
+        if rules:
+            entries[path] = [rule for rule, _ in rules]
+            lines[path] = read.lines.get(path)
+            for index, (_, line) in enumerate(rules):
+                lines[(*path, index)] = line
+    if read.mode is not None:
+        entries[("permissions", "mode")] = read.mode[0]
+        lines[("permissions", "mode")] = read.mode[1]
+
+    def where(key: KeyPath) -> str:
+        return read.where(lines.get(key) or lines.get(key[:2]))
+
+    return _Layer(f"claude-{scope}", entries, where, file=read.path,
+                  names={("permissions", "mode"): "permissions.defaultMode"})
 
 
 def flags_from_args(args: object) -> dict[str, Any]:
