@@ -20,6 +20,7 @@ import pytest
 import cox
 from tests.provider.loopback import Loopback, Reply
 from tests.provider.test_anthropic_session import message
+from tests.security.conftest import Outcome
 
 SECRET = "SECRET-MARKER-4c1d9e"
 
@@ -31,8 +32,8 @@ def api() -> Iterator[Loopback]:
         yield server
 
 
-def _text(out: object) -> str:
-    return str(getattr(out, "proc").stdout) + str(getattr(out, "proc").stderr)
+def _text(out: Outcome) -> str:
+    return out.proc.stdout + out.proc.stderr
 
 
 def _no_flag_script() -> tuple[str, ...]:
@@ -89,7 +90,7 @@ READ = [{"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "secret.t
                         {"id": "b1", "name": "bash", "input": {"command": "cat secret.txt"}}]}, {"text": "done"}]
 
 
-def _leaked(out: object, cox_home: Path) -> bool:
+def _leaked(out: Outcome, cox_home: Path) -> bool:
     if SECRET in _text(out):
         return True
     for folder, _, names in os.walk(cox_home):
