@@ -63,6 +63,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
         if name.startswith("COX_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("COX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "user" / ".claude"))  # what `cox config` reads
     return Env(tmp_path)
 
 
