@@ -14,9 +14,11 @@ Nothing else in these files (``env``, ``hooks``, ``apiKeyHelper``, ``model``, MC
   ignored with a warning, since a mode chosen for one tool should not loosen another.
 - A project file may only narrow: its ``deny`` and ``ask`` rules apply, its ``allow`` rules are
   ignored (one warning per file), its ``defaultMode`` the same as the user file's.
-- Rules are Claude Code's grammar, which cox parses (:mod:`cox.policy.rules`), with three
+- Rules are Claude Code's grammar, which cox parses (:mod:`cox.policy.rules`), with four
   translations: a path rule's ``/path`` is relative to the project root in Claude Code, so it
-  becomes cox's ``./path`` (each workspace root); Claude's ``Bash(npm run *)`` is cox's
+  becomes cox's ``./path`` (each workspace root); a deny or ask path rule with no slash
+  (``Read(.env)``, ``Read(*.pem)``) matches in every folder, as in gitignore, so it becomes
+  ``Read(**/.env)`` (an allow rule keeps the narrower, root-only meaning); Claude's ``Bash(npm run *)`` is cox's
   ``Bash(npm run:*)``; a deny or ask rule on ``LS`` or ``NotebookRead`` becomes the same rule on
   ``Read``, which covers cox's ``ls`` and ``read`` tools. Rules naming tools cox does not have
   (``TodoWrite``, ``ExitPlanMode``, ``KillShell`` …) are skipped: they cannot match anything.
@@ -169,6 +171,8 @@ def translate(rule: str, kind: str) -> tuple[str | None, str]:
         return name, ""
     if name in _PATH_TOOLS and spec.startswith("/") and not spec.startswith("//"):
         spec = "." + spec  # Claude Code: /path is relative to the project root
+    elif name in _PATH_TOOLS and kind != "allow" and _floating(spec):
+        spec = "**/" + spec  # gitignore: a name without a slash matches at any depth
     if name == "Bash":
         body = spec.strip()
         if body.endswith(" *") and "*" not in body[:-2] and body[:-2].strip():
@@ -177,6 +181,13 @@ def translate(rule: str, kind: str) -> tuple[str | None, str]:
             return None, ("cox matches Bash rules as the exact command or a prefix (Bash(npm run:*)); a '*' "
                           "elsewhere in the rule is not supported")
     return f"{name}({spec})", ""
+
+
+def _floating(spec: str) -> bool:
+    """A gitignore-style pattern with no slash but a trailing one (``.env``, ``*.pem``,
+    ``secrets/``), which Claude Code matches in every folder, not only at the root."""
+    body = spec.strip()
+    return bool(body) and body != "*" and "/" not in body.rstrip("/") and not body.startswith(("~", "**"))
 
 
 def claude_verdict(scope: str) -> Any:
