@@ -779,6 +779,20 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     return config
 
 
+def load_file(path: Path) -> Config:
+    """One cox config file over the built-in defaults and nothing else (no other file, no
+    environment): what ``cox policy test --config`` checks its cases against, so CI gives the
+    same answer on every machine. A file that does not exist is a :class:`ConfigError`."""
+    layer = _read_file(Path(path), "extra")
+    if layer is None:
+        raise ConfigError(f"{path}: no such file", file=str(path))
+    merged = _Merged()
+    merged.apply(layer)
+    config = merged.build()
+    config._files = [str(path)]
+    return config
+
+
 def _claude_layer(read: ClaudeFile, scope: str) -> _Layer:
     """A Claude settings file as a layer: its rules under ``permissions.*`` (each at its own
     line) and its ``defaultMode`` as ``permissions.mode``."""

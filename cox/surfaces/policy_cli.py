@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -153,26 +152,19 @@ def session_engine(args: argparse.Namespace, err: TextIO) -> tuple[Any, Any]:
 
 
 def read_permissions(path: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The ``[permissions]`` table of a TOML file, and each rule's ``file:line`` origin."""
+    """The ``[permissions]`` of one cox config file (read by the config loader, alone: no other
+    layer), as the allow / ask / deny / mode mapping cases use, and each rule's ``file:line``."""
+    from cox.config import ConfigError
+    from cox.config.loader import load_file
+
+    if not Path(path).is_file():
+        raise UsageError(f"cannot read {path}: no such file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML: {exc}") from None
-    table = data.get("permissions", {})
-    if not isinstance(table, dict):
-        raise UsageError(f"{path}: [permissions] must be a table")
-    lines = text.splitlines()
-    origins: dict[str, str] = {}
-    for kind in _KINDS:
-        for rule in _rules(table, kind, path):
-            quoted = json.dumps(rule)
-            n = next((i for i, line in enumerate(lines, 1) if quoted in line or repr(rule) in line), None)
-            origins.setdefault(rule, f"{path}:{n}" if n else path)
-    return table, origins
+        p = load_file(Path(path)).permissions
+    except ConfigError as exc:
+        raise UsageError(f"config error: {exc}") from None
+    table = {"allow": list(p.allow), "ask": list(p.ask), "deny": list(p.deny), "mode": str(p.mode)}
+    return table, dict(p.origins)
 
 
 def _rules(config: Mapping[str, Any], kind: str, where: str) -> list[str]:

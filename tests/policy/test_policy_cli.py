@@ -266,3 +266,12 @@ def test_check_and_a_session_decide_alike(machine: dict[str, Path], tmp_path: Pa
         call = policy_cli._call("Bash", line, None)
         mine = session.decide(call, PermissionMode.DEFAULT, ApprovalPolicy.ON_REQUEST, SandboxMode.WORKSPACE_WRITE)
         assert (mine.kind, mine.rule, mine.origin) == (r["decision"], r["rule"], r["origin"]), line
+
+
+def test_policy_test_stays_hermetic(machine: dict[str, Path], config: str, tmp_path: Path) -> None:
+    (machine["home"] / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Bash(cargo:*)"]}}')
+    (machine["cox_home"] / "config.toml").write_text('[permissions]\ndeny = ["Bash(git:*)"]\n')
+    cases = [{"command": "cargo test", "expected": "allow"}, {"command": "git status", "expected": "allow"}]
+    code, out, _ = cox("policy", "test", "--cwd", str(machine["ws"]), "--home", str(machine["home"]),
+                       "--config", config, write_cases(tmp_path, cases))
+    assert code == 0 and out.strip() == "2 passed, 0 failed"
