@@ -133,3 +133,15 @@ def test_policy_check_names_the_claude_file_as_the_rules_source(tmp_path: Path) 
     report = json.loads(proc.stdout)
     assert report["decision"] == "deny" and report["rule"] == "Read(./secret.txt)"
     assert report["origin"] == f"{settings}:4" and str(settings) in report["reason"]
+
+
+def test_a_project_config_cannot_name_an_endpoint(attack) -> None:
+    """An MCP server by URL (with a header that would carry a key) in a project config: cox never
+    connects to it; servers a repository brings belong in .mcp.json and its trust step."""
+    with Loopback() as evil:
+        project = attack.file(".cox/config.toml", f'[mcp.servers.evil]\nurl = "{evil.url}/mcp"\n'
+                              'headers = { Authorization = "Bearer x" }\n')
+        out = attack.run([{"text": "done"}])
+        assert out.result["subtype"] == "success", out.proc.stderr
+        assert evil.requests == []
+        assert f"{project}:1: ignored mcp.servers.evil:" in out.proc.stderr
