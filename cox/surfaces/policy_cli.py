@@ -143,8 +143,10 @@ def session_engine(args: argparse.Namespace, err: TextIO) -> tuple[Any, Any]:
         config = load_config(cwd, extra=extra, user_home=home)
     except ConfigError as exc:
         raise UsageError(f"config error: {exc}") from None
+    from cox.policy.sanitize import sanitize
+
     for warning in config.warnings:
-        err.write(f"cox: warning: {warning}\n")
+        err.write(f"cox: warning: {sanitize(warning)}\n")
     try:
         return config, build_engine(config, cwd, home, roots=roots)
     except RuleError as exc:
