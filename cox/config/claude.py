@@ -42,6 +42,7 @@ from cox.protocol.types import PermissionMode
 
 from .lines import KeyPath
 from .project import Current, Keys, narrower_rank
+from .readfile import NotASettingsFile, read_settings_bytes
 
 __all__ = ["ClaudeFile", "claude_verdict", "read_settings", "user_settings_path"]
 
@@ -80,11 +81,11 @@ def read_settings(path: Path, *, home: str, roots: Sequence[str]) -> ClaudeFile 
     name = str(path)
     out = ClaudeFile(name)
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_settings_bytes(path).decode("utf-8-sig")
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        out.warnings.append(f"{name}: is a folder, not a settings file; cox goes on without it")
+    except NotASettingsFile as exc:
+        out.warnings.append(f"{name}: cannot read: it {exc.strerror}; cox goes on without it")
         return out
     except OSError as exc:
         out.warnings.append(f"{name}: cannot read ({exc.strerror or exc}); cox goes on without its permission rules")

@@ -32,6 +32,7 @@ from cox.protocol.record import DecodeError, Record, Spec, decode, specs
 from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
 from .lines import KeyPath, key_lines, line_of
 from .project import entry_key, project_verdict
+from .readfile import NotASettingsFile, read_settings_bytes
 from .schema import Config
 
 Keys = tuple[str, ...]
@@ -442,9 +443,12 @@ def _read_file(path: Path, kind: str) -> _Layer | None:
     """Parse and check one config file; ``None`` when it does not exist."""
     name = str(path)
     try:
-        data = path.read_bytes()
+        data = read_settings_bytes(path)
     except FileNotFoundError:
         return None
+    except NotASettingsFile as exc:
+        raise ConfigError(f"{name}: cannot read: it {exc.strerror}; cox reads config only from a regular file",
+                          file=name) from None
     except OSError as exc:
         raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}", file=name) from None
     try:

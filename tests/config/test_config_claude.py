@@ -178,3 +178,31 @@ def test_started_in_home_the_user_file_is_not_read_as_a_projects(cfg: Env) -> No
 def test_json_lines() -> None:
     text = '{\n "a": [\n  1,\n  {"b": "x\\"y"}\n ],\n "c": {}\n}'
     assert json_lines(text) == {("a",): 2, ("a", 0): 3, ("a", 1): 4, ("a", 1, "b"): 4, ("c",): 6}
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "folder"])
+def test_a_planted_link_to_a_device_or_fifo_never_hangs(cfg: Env, target: str) -> None:
+    import os
+
+    cfg.user('[permissions]\ndeny = ["Bash(rm:*)"]\n')
+    path = cfg.ws / ".claude" / "settings.json"
+    path.parent.mkdir()
+    if target == "fifo":
+        os.mkfifo(cfg.ws / "pipe")
+        path.symlink_to(cfg.ws / "pipe")
+    elif target == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(target)
+    config = cfg.load()
+    assert config.permissions.deny == ["Bash(rm:*)"]
+    (warning,) = config.warnings
+    assert warning.startswith(f"{path}: ") and "goes on without it" in warning
+
+
+def test_a_planted_project_config_link_is_an_error_not_a_hang(cfg: Env) -> None:
+    from cox.config import ConfigError
+
+    cfg.project_file.symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        cfg.load()

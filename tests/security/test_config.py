@@ -145,3 +145,16 @@ def test_a_project_config_cannot_name_an_endpoint(attack) -> None:
         assert out.result["subtype"] == "success", out.proc.stderr
         assert evil.requests == []
         assert f"{project}:1: ignored mcp.servers.evil:" in out.proc.stderr
+
+
+def test_a_settings_link_to_a_device_does_not_hang_cox(attack) -> None:
+    """git stores symlinks: a repository's .claude/settings.json may point at /dev/zero. cox says
+    so and goes on (a read would otherwise block or fill memory before the first request)."""
+    link = attack.workspace / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to("/dev/zero")
+    attack.own(attack.base)
+    out = attack.run([{"text": "still-here"}])
+    assert out.result["subtype"] == "success", out.proc.stderr
+    assert "still-here" in out.proc.stdout
+    assert f"cox: warning: {link}: cannot read: it is not a regular file" in out.proc.stderr
