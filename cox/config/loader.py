@@ -1,10 +1,13 @@
-"""Layered configuration: defaults → user file → project file → ``COX_*`` env → flags.
+"""Layered configuration: defaults → user file → Claude user settings → project file → project
+Claude settings → ``COX_*`` env → flags.
 
 Why a hand-written walk over the raw TOML before the records are built: every complaint about a
 setting must be one line naming the file, the line and the key (``cox config show`` is how a
 person finds out why cox behaves as it does), and a project file must be able to *narrow* trust
 but never widen it. Both need to know, per key, which layer and which line it came from, which a
-plain decode of a merged dict cannot tell.
+plain decode of a merged dict cannot tell. What a project may set is an allowlist, with the
+reason for every key, in :mod:`cox.config.project`; Claude Code's permission files are read by
+:mod:`cox.config.claude`.
 
 Layers are kept flat: ``{("core", "model"): "x", ...}``. Applying a layer overwrites leaves one
 by one, so tables merge deeply; the three permission rule lists (allow/ask/deny) are the exception
@@ -17,7 +20,7 @@ import json
 import os
 import re
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
@@ -25,9 +28,11 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from cox.protocol.record import DecodeError, Record, Spec, decode, specs
-from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode
 
+from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
 from .lines import KeyPath, key_lines, line_of
+from .project import entry_key, project_verdict
+from .readfile import NotASettingsFile, read_settings_bytes
 from .schema import Config
 
 Keys = tuple[str, ...]
@@ -419,23 +424,31 @@ _ENTRY = _Entry()
 
 @dataclass
 class _Layer:
-    kind: str  # "user" | "project" | "env" | "flag"
+    kind: str  # "user" | "claude-user" | "project" | "claude-project" | "extra" | "env" | "flag"
     entries: dict[Keys, Any]
     where: Callable[[KeyPath], str]
     file: str | None = None
     lines: dict[KeyPath, int] = field(default_factory=dict)
+    names: dict[Keys, str] = field(default_factory=dict)
 
     def line(self, path: KeyPath) -> int | None:
         return line_of(self.lines, path) if self.file else None
+
+    def label(self, path: Keys) -> str:
+        """The key as this layer's file spells it (a Claude settings file says ``defaultMode``)."""
+        return self.names.get(path) or _dotted(path)
 
 
 def _read_file(path: Path, kind: str) -> _Layer | None:
     """Parse and check one config file; ``None`` when it does not exist."""
     name = str(path)
     try:
-        data = path.read_bytes()
+        data = read_settings_bytes(path)
     except FileNotFoundError:
         return None
+    except NotASettingsFile as exc:
+        raise ConfigError(f"{name}: cannot read: it {exc.strerror}; cox reads config only from a regular file",
+                          file=name) from None
     except OSError as exc:
         raise ConfigError(f"{name}: cannot read: {exc.strerror or exc}", file=name) from None
     try:
@@ -589,72 +602,26 @@ def _resolve(path: Keys, where: str) -> tuple[_Leaf, list[Keys]]:
 
 
 # --------------------------------------------------------------------------------------------
-# Project restrictions: a repository may narrow trust, never widen it
-
-_PERMISSION_RANK = {PermissionMode.BYPASS: 0, PermissionMode.ACCEPT_EDITS: 1,
-                    PermissionMode.DEFAULT: 2, PermissionMode.PLAN: 3}
-_APPROVAL_RANK = {ApprovalPolicy.ON_REQUEST: 0, ApprovalPolicy.NEVER: 1}
-_SANDBOX_RANK = {SandboxMode.DANGER_FULL_ACCESS: 0, SandboxMode.WORKSPACE_WRITE: 1, SandboxMode.READ_ONLY: 2}
-_RANKS: dict[Keys, dict[Any, int]] = {
-    ("permissions", "mode"): _PERMISSION_RANK,
-    ("permissions", "approval_policy"): _APPROVAL_RANK,
-    ("sandbox", "mode"): _SANDBOX_RANK,
-}
-_ALWAYS_WIDENING: dict[Keys, frozenset[str]] = {
-    ("permissions", "mode"): frozenset({PermissionMode.BYPASS, PermissionMode.ACCEPT_EDITS}),
-    ("sandbox", "mode"): frozenset({SandboxMode.DANGER_FULL_ACCESS}),
-}
-_PROGRAM_TABLES: dict[Keys, str] = {
-    ("mcp", "servers"): "a project's MCP servers belong in .mcp.json, which has its own trust step",
-    ("lsp", "servers"): "a project config may not choose programs cox runs; language servers come from {user}",
-    ("hooks",): "a project config may not choose programs cox runs; hooks come from {user}",
-    ("models",): "a project config may not change model prices or limits, which budgets rely on; set them in {user}",
-}
+# Project restrictions: a repository may narrow trust, never widen it (the allowlist and the
+# reason for each key are in cox.config.project)
 
 
-def _widening(path: Keys, value: Any, current: Callable[[Keys], Any], user: str) -> str | None:
-    """Why a project setting would widen trust (so it is ignored), or ``None`` to keep it."""
-    for prefix, reason in _PROGRAM_TABLES.items():
-        if path[: len(prefix)] == prefix and len(path) > len(prefix):
-            return reason.format(user=user)
-    if path == ("permissions", "allow"):
-        return f"a project config may not add allow rules; put them in {user}" if value else None
-    if path in _RANKS:
-        rank = _RANKS[path]
-        before = current(path)
-        if value in _ALWAYS_WIDENING.get(path, ()):
-            return f"a project config may not set {value!r}, it widens trust"
-        if rank[value] < rank[before]:
-            return f"{value!r} is looser than {str(before)!r} from your own settings"
-        return None
-    if path == ("sandbox", "network"):
-        return "a project config may not turn network access on" if value else None
-    if path == ("sandbox", "writable_roots"):
-        extra = [root for root in value if root not in current(path)]
-        return f"a project config may not add writable roots ({', '.join(extra)})" if extra else None
-    if path[0] == "budget":
-        before = current(path)
-        if before is not None and value > before:
-            return f"a project config may only lower a budget cap (yours is {before})"
-    return None
-
-
-def _restrict_project(layer: _Layer, current: Callable[[Keys], Any], user: str) -> list[str]:
+def _restrict(layer: _Layer, current: Callable[[Keys], Any], user: str,
+              verdict: Callable[[Keys, Any, Callable[[Keys], Any], str], str | None] = project_verdict) -> list[str]:
+    """Drop from ``layer`` what ``verdict`` refuses; one warning per ignored key (per named entry
+    for tables of entries), naming the file, the line and the key."""
     warnings: list[str] = []
     warned: set[Keys] = set()
     kept: dict[Keys, Any] = {}
     for path, value in layer.entries.items():
-        reason = _widening(path, value, current, user)
+        reason = verdict(path, value, current, user)
         if reason is None:
             kept[path] = value
             continue
-        key = path
-        for prefix in _PROGRAM_TABLES:  # one warning per named entry, not per field
-            if path[: len(prefix)] == prefix:
-                key = path[: len(prefix) + 1]
+        key = entry_key(path)
         if key not in warned:
             warned.add(key)
-            warnings.append(f"{layer.where(key)}: ignored {_dotted(key)}: {reason}")
+            warnings.append(f"{layer.where(key)}: ignored {layer.label(key)}: {reason}")
     layer.entries = kept
     return warnings
 
@@ -746,35 +713,67 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, str] | None = None,
-                flags: Mapping[str, Any] | None = None) -> Config:
+                flags: Mapping[str, Any] | None = None, user_home: Path | None = None,
+                extra: Sequence[Path] = ()) -> Config:
     """Load the effective configuration for a session started in ``cwd``.
 
-    Precedence, lowest first: built-in defaults, ``<cox_home>/config.toml``,
-    ``<cwd>/.cox/config.toml`` (with the project restrictions), ``COX_*`` variables of ``env``
-    (default ``os.environ``), then ``flags`` (dotted key → value; ``None`` means "not given";
-    a string for a non-string key is parsed like an environment value).
+    Precedence, lowest first: built-in defaults, ``<cox_home>/config.toml``, Claude Code's user
+    ``~/.claude/settings.json`` (permissions only, :mod:`cox.config.claude`), ``<cwd>/.cox/config.toml``
+    and then ``<cwd>/.claude/settings.json`` and ``settings.local.json`` (both with the project
+    restrictions of :mod:`cox.config.project`), the ``extra`` files (config files the person
+    named on a command line, trusted like the user file; one that does not exist is an error),
+    ``COX_*`` variables of ``env`` (default ``os.environ``), then ``flags`` (dotted key → value;
+    ``None`` means "not given"; a string for a non-string key is parsed like an environment value).
+    ``user_home`` (default ``Path.home()``) is where ``~`` and ``~/.claude`` are.
 
     Raises :class:`ConfigError` (one line naming file, line and key) for a syntax error, an
-    unknown key or a wrong type. Ignored project settings are listed in ``config.warnings``.
+    unknown key or a wrong type in a cox file. Ignored settings (project restrictions, a Claude
+    settings file cox could not use) are listed in ``config.warnings``; they never stop cox.
     """
     env = os.environ if env is None else env
     home = cox_home if cox_home is not None else default_cox_home(env)
+    user_home = Path.home() if user_home is None else Path(user_home)
     user_path = Path(home).absolute() / "config.toml"
-    project_path = Path(cwd).absolute() / ".cox" / "config.toml"
+    workspace = Path(cwd).absolute()
+    project_path = workspace / ".cox" / "config.toml"
+    claude_user = user_settings_path(user_home, env).absolute()
+    roots = [str(workspace)]
 
     merged = _Merged()
     warnings: list[str] = []
     files: list[str] = []
+
+    def claude(path: Path, scope: str) -> None:
+        read = read_settings(path, home=str(user_home), roots=roots)
+        if read is None:
+            return
+        files.append(str(path))
+        warnings.extend(read.warnings)
+        layer = _claude_layer(read, scope)
+        warnings.extend(_restrict(layer, merged.current, str(user_path), claude_verdict(scope)))
+        merged.apply(layer)
+
     user = _read_file(user_path, "user")
     if user is not None:
         files.append(str(user_path))
         merged.apply(user)
+    claude(claude_user, "user")
     if not _same_file(project_path, user_path):  # cwd == $HOME: the user file is not a project's
         project = _read_file(project_path, "project")
         if project is not None:
             files.append(str(project_path))
-            warnings.extend(_restrict_project(project, merged.current, str(user_path)))
+            warnings.extend(_restrict(project, merged.current, str(user_path)))
             merged.apply(project)
+    for name in ("settings.json", "settings.local.json"):
+        path = workspace / ".claude" / name
+        if not _same_file(path, claude_user):
+            claude(path, "project")
+    for path in extra:
+        layer = _read_file(Path(path).absolute(), "extra")
+        if layer is None:
+            raise ConfigError(f"{path}: no such file", file=str(path))
+        files.append(str(Path(path).absolute()))
+        merged.apply(layer)
     merged.apply(_env_layer(env))
     if flags:
         merged.apply(_flag_layer(flags))
@@ -782,6 +781,43 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     config._warnings = warnings
     config._files = files
     return config
+
+
+def load_file(path: Path) -> Config:
+    """One cox config file over the built-in defaults and nothing else (no other file, no
+    environment): what ``cox policy test --config`` checks its cases against, so CI gives the
+    same answer on every machine. A file that does not exist is a :class:`ConfigError`."""
+    layer = _read_file(Path(path), "extra")
+    if layer is None:
+        raise ConfigError(f"{path}: no such file", file=str(path))
+    merged = _Merged()
+    merged.apply(layer)
+    config = merged.build()
+    config._files = [str(path)]
+    return config
+
+
+def _claude_layer(read: ClaudeFile, scope: str) -> _Layer:
+    """A Claude settings file as a layer: its rules under ``permissions.*`` (each at its own
+    line) and its ``defaultMode`` as ``permissions.mode``."""
+    entries: dict[Keys, Any] = {}
+    lines: dict[KeyPath, int | None] = {}
+    for kind, rules in read.rules.items():
+        path = ("permissions", kind)
+        if rules:
+            entries[path] = [rule for rule, _ in rules]
+            lines[path] = read.lines.get(path)
+            for index, (_, line) in enumerate(rules):
+                lines[(*path, index)] = line
+    if read.mode is not None:
+        entries[("permissions", "mode")] = read.mode[0]
+        lines[("permissions", "mode")] = read.mode[1]
+
+    def where(key: KeyPath) -> str:
+        return read.where(lines.get(key) or lines.get(key[:2]))
+
+    return _Layer(f"claude-{scope}", entries, where, file=read.path,
+                  names={("permissions", "mode"): "permissions.defaultMode"})
 
 
 def flags_from_args(args: object) -> dict[str, Any]:

@@ -20,10 +20,11 @@ def fail(message: str, code: int = 1) -> int:
 
 def _load_config(cwd: Path, home: Path, flags: dict[str, Any]) -> Any:
     from cox.config import load_config
+    from cox.policy.sanitize import sanitize
 
     config = load_config(cwd, cox_home=home, flags=flags)
-    for w in config.warnings:
-        print(f"cox: warning: {w}", file=sys.stderr)
+    for w in config.warnings:  # ignored settings: also shown in the TUI's first notices
+        print(f"cox: warning: {sanitize(w)}", file=sys.stderr)
     return config
 
 
@@ -207,6 +208,7 @@ def cmd_interactive(args: Any) -> int:
 
         s = prep.settings
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
+                       notices=prep.config.warnings,
                        status={"model": s.model, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
                                "context_window": describe(s.model, s.model_overrides).context_window,

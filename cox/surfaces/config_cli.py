@@ -1,9 +1,11 @@
 """``cox config show [--sources] [--json]``: print the effective configuration.
 
-Why it exists: with five layers (defaults, user file, project file, environment, flags) and a
-project file that is partly ignored, "why does cox do X" is answered by showing each value with
-the file and line it came from. Warnings (ignored project settings) go to stderr so stdout stays
-parseable; a config error is one line, ``cox: config error: ...``, and exit code 2.
+Why it exists: with seven layers (defaults, user file, Claude Code's user settings, project file,
+the project's Claude settings, environment, flags) and project files that are partly ignored, "why
+does cox do X" is answered by showing each value with the file and line it came from. Warnings
+(ignored settings) go to stderr; with ``--sources`` they are also listed at the end of the output as
+``# ignored …`` comments (``"warnings"`` in JSON), next to the files that were read. A config error
+is one line, ``cox: config error: ...``, and exit code 2.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "config",
         help="show the effective configuration",
-        description="Show the effective configuration: defaults, ~/.cox/config.toml, the project's "
-        ".cox/config.toml, COX_* environment variables and flags, merged.",
+        description="Show the effective configuration: defaults, ~/.cox/config.toml, ~/.claude/settings.json "
+        "(permissions), the project's .cox/config.toml and .claude/settings*.json, COX_* environment variables "
+        "and flags, merged.",
     )
     actions = parser.add_subparsers(dest="config_command", metavar="ACTION")
     show = actions.add_parser("show", help="print every effective key = value")
@@ -55,13 +58,15 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
         err.write(f"cox: config error: {exc}\n")
         return 2
     for warning in config.warnings:
-        err.write(f"cox: warning: {warning}\n")
+        err.write(f"cox: warning: {_safe(warning)}\n")
     sources = bool(getattr(args, "config_sources", False))
     if getattr(args, "config_json", False):
         payload: dict[str, Any] = {"config": config.as_dict()}
         if sources:
             payload["sources"] = config.sources()
             payload["origins"] = dict(config.permissions.origins)
+            payload["files"] = list(config.files)
+            payload["warnings"] = list(config.warnings)
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         out.write(render(config, sources=sources))
@@ -84,6 +89,9 @@ def render(config: Config, *, sources: bool = False) -> str:
         if sources:
             line += f"  # from {_safe(config.source(key))}"
         lines.append(line)
+    if sources:
+        lines.append(f"# files read: {_safe(', '.join(config.files)) or 'none (defaults only)'}")
+        lines.extend(f"# ignored: {_safe(warning)}" for warning in config.warnings)
     return "\n".join(lines) + "\n"
 
 

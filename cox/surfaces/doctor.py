@@ -28,14 +28,15 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
     except OSError as exc:
         rows.append(("fail", "cox home", f"{home} is not writable ({exc.strerror}); set COX_HOME to a folder you own"))
     from cox.config import ConfigError, load_config
+    from cox.policy.sanitize import sanitize
 
     config: Any = None
     try:
         config = load_config(cwd, cox_home=home, env=env)
         files = ", ".join(str(f) for f in config.files) or "defaults only"
         rows.append(("ok", "config", files))
-        for w in config.warnings:
-            rows.append(("warn", "config", w))
+        for w in config.warnings:  # an ignored setting (a project's, or a Claude file cox could not use)
+            rows.append(("warn", "config", sanitize(w)))
     except ConfigError as exc:
         rows.append(("fail", "config", str(exc)))
     keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY") if env.get(k)]

@@ -10,8 +10,13 @@ covered, and a team wants its rules to keep meaning what it thinks after an edit
 - ``cox policy test CASES.jsonl`` runs one case per line and ends with ``N passed, M failed``;
   exit 1 if any case failed (a malformed case fails too), 2 when the file cannot be read.
 
-``--config FILE`` reads that TOML file's ``[permissions]`` table (allow / ask / deny / mode).
-Without it only cox's built-in deny rules apply.
+``policy check`` reads exactly the layers a session started in the workspace (``--cwd``, else
+the current folder) would: cox's user and project config, Claude Code's user and project
+settings, ``COX_*`` variables, through the same ``load_config`` and ``build_engine`` the session
+uses; ``--config FILE`` adds one more cox config file on top, trusted like your own. Ignored
+settings are printed to stderr as ``cox: warning: …``; the JSON names the files that were read.
+``policy test`` stays hermetic for CI: its rules are the ``--config`` file's ``[permissions]``
+table and each case's own ``config``, nothing from the machine it runs on.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -58,10 +62,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     _common(check)
     check.add_argument("--mode", dest="policy_mode", choices=[m.value for m in PermissionMode],
                        help="permission mode (default: the config's, else default)")
-    check.add_argument("--approval-policy", dest="policy_approval", default=ApprovalPolicy.ON_REQUEST.value,
-                       choices=[a.value for a in ApprovalPolicy], help="never turns an ask into a deny")
-    check.add_argument("--sandbox", dest="policy_sandbox", default=SandboxMode.WORKSPACE_WRITE.value,
-                       choices=[s.value for s in SandboxMode])
+    check.add_argument("--approval-policy", dest="policy_approval", choices=[a.value for a in ApprovalPolicy],
+                       help="never turns an ask into a deny (default: the config's)")
+    check.add_argument("--sandbox", dest="policy_sandbox", choices=[s.value for s in SandboxMode],
+                       help="(default: the config's)")
     check.add_argument("--tool", dest="policy_tool", default="Bash",
                        help="Bash (default), Read, Edit, Write, Grep, Glob, WebFetch, mcp__server__tool …")
     check.add_argument("--risk", dest="policy_risk", choices=[r.value for r in Risk],
@@ -83,9 +87,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", dest="policy_config", metavar="FILE",
-                   help="read allow / ask / deny / mode from this TOML file's [permissions] table")
+                   help="check: one more config file on top of the session's layers; test: the rules "
+                   "(its [permissions] table)")
+    p.add_argument("--cwd", dest="policy_cwd", metavar="DIR",
+                   help="the workspace whose layers a session would read (default: the current directory)")
     p.add_argument("--root", dest="policy_roots", action="append", metavar="DIR",
-                   help="workspace root for relative paths (default: the current directory); repeatable")
+                   help="workspace root for relative paths (default: the workspace); repeatable")
     p.add_argument("--home", dest="policy_home", metavar="DIR", help="home directory for ~ (default: $HOME)")
 
 
@@ -94,7 +101,7 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
         if args.policy_command == "check":
-            return _check(args, out)
+            return _check(args, out, err)
         if args.policy_command == "test":
             return _test(args, out)
         raise UsageError("expected `cox policy check` or `cox policy test`")
@@ -106,33 +113,60 @@ def run(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextI
 # --- shared ---------------------------------------------------------------------------------
 
 
+def _workspace(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "policy_cwd", None) or getattr(args, "cwd", None) or Path.cwd()).resolve()
+
+
 def _where(args: argparse.Namespace) -> tuple[Path, list[Path]]:
     home = Path(args.policy_home) if getattr(args, "policy_home", None) else Path.home()
-    roots = [Path(r).absolute() for r in (getattr(args, "policy_roots", None) or [])] or [Path.cwd()]
+    roots = [Path(r).absolute() for r in (getattr(args, "policy_roots", None) or [])] or [_workspace(args)]
     return home, roots
 
 
+def session_engine(args: argparse.Namespace, err: TextIO) -> tuple[Any, Any]:
+    """The effective config and the permission engine a session in the workspace would have
+    (``load_config`` and ``build_engine``, the session's own), with ``--config`` on top."""
+    from cox.config import ConfigError, load_config
+    from cox.policy.rules import RuleError
+
+    from .wiring import build_engine
+
+    home, roots = _where(args)
+    cwd = _workspace(args)
+    extra: list[Path] = []
+    if args.policy_config:
+        extra_path = Path(args.policy_config)
+        if not extra_path.is_file():
+            raise UsageError(f"cannot read {extra_path}: no such file")
+        extra.append(extra_path)
+    try:
+        config = load_config(cwd, extra=extra, user_home=home)
+    except ConfigError as exc:
+        raise UsageError(f"config error: {exc}") from None
+    from cox.policy.sanitize import sanitize
+
+    for warning in config.warnings:
+        err.write(f"cox: warning: {sanitize(warning)}\n")
+    try:
+        return config, build_engine(config, cwd, home, roots=roots)
+    except RuleError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def read_permissions(path: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """The ``[permissions]`` table of a TOML file, and each rule's ``file:line`` origin."""
+    """The ``[permissions]`` of one cox config file (read by the config loader, alone: no other
+    layer), as the allow / ask / deny / mode mapping cases use, and each rule's ``file:line``."""
+    from cox.config import ConfigError
+    from cox.config.loader import load_file
+
+    if not Path(path).is_file():
+        raise UsageError(f"cannot read {path}: no such file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path} is not valid TOML: {exc}") from None
-    table = data.get("permissions", {})
-    if not isinstance(table, dict):
-        raise UsageError(f"{path}: [permissions] must be a table")
-    lines = text.splitlines()
-    origins: dict[str, str] = {}
-    for kind in _KINDS:
-        for rule in _rules(table, kind, path):
-            quoted = json.dumps(rule)
-            n = next((i for i, line in enumerate(lines, 1) if quoted in line or repr(rule) in line), None)
-            origins.setdefault(rule, f"{path}:{n}" if n else path)
-    return table, origins
+        p = load_file(Path(path)).permissions
+    except ConfigError as exc:
+        raise UsageError(f"config error: {exc}") from None
+    table = {"allow": list(p.allow), "ask": list(p.ask), "deny": list(p.deny), "mode": str(p.mode)}
+    return table, dict(p.origins)
 
 
 def _rules(config: Mapping[str, Any], kind: str, where: str) -> list[str]:
@@ -184,22 +218,15 @@ def _call(tool: str, subject: str, risk: str | None) -> ToolCall:
 # --- check ----------------------------------------------------------------------------------
 
 
-def _check(args: argparse.Namespace, out: TextIO) -> int:
-    home, roots = _where(args)
-    config: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    where = "the command line"
-    if args.policy_config:
-        config, origins = read_permissions(args.policy_config)
-        where = args.policy_config
-    engine = _engine(config, origins, where, home, roots)
+def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    config, engine = session_engine(args, err)
     subject = " ".join(args.policy_subject)
     call = _call(args.policy_tool, subject, args.policy_risk)
-    outcome = engine.decide(call, PermissionMode(args.policy_mode) if args.policy_mode else None,
-                            ApprovalPolicy(args.policy_approval), SandboxMode(args.policy_sandbox),
-                            list(args.policy_grants))
+    outcome = engine.decide(call, PermissionMode(args.policy_mode or config.permissions.mode),
+                            ApprovalPolicy(args.policy_approval or config.permissions.approval_policy),
+                            SandboxMode(args.policy_sandbox or config.sandbox.mode), list(args.policy_grants))
     report = {**outcome.to_dict(), "tool": call.name, "subject": subject, "risk": call.risk.value,
-              "segments": list(call.segments or []), "opaque": call.opaque}
+              "segments": list(call.segments or []), "opaque": call.opaque, "files": list(config.files)}
     out.write(json.dumps(report, ensure_ascii=False) + "\n")
     return 0
 

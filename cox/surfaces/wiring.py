@@ -4,13 +4,16 @@ provider, tools and the permission engine. Shared by every surface that opens a 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cox.actors.session.actor import SessionSettings
 from cox.protocol.record import to_plain
 from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode, new_ulid
+
+if TYPE_CHECKING:  # imported where used, so `cox policy check` does not load the session actor
+    from cox.actors.session.actor import SessionSettings
 
 
 class SetupError(Exception):
@@ -94,16 +97,23 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
     raise SetupError(f"unknown provider {kind!r}")
 
 
-def build_engine(config: Any, cwd: Path, home: Path) -> Any:
+def build_engine(config: Any, cwd: Path, home: Path, *, roots: Sequence[Path] | None = None) -> Any:
+    """The permission engine of a session in ``cwd``: the rules of every layer ``load_config``
+    merged (cox's files, Claude Code's settings, env, flags), each with its origin, in the
+    config's mode. The one place they are compiled: ``cox policy check`` calls it too, so it
+    explains the decision a session makes. ``roots`` (default ``[cwd]``) anchor relative rules."""
     from cox.policy.permission import Engine
 
     p = config.permissions
-    return Engine.compile(p.allow, p.ask, p.deny, home=home, roots=[cwd], origins=p.origins)
+    return Engine.compile(p.allow, p.ask, p.deny, mode=p.mode, home=home, roots=list(roots or [cwd]),
+                          origins=p.origins)
 
 
 def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, model: str | None = None,
                   approval_policy: str | None = None, permission_mode: str | None = None,
                   max_turns: int | None = None, home: Path | None = None) -> SessionSettings:
+    from cox.actors.session.actor import SessionSettings
+
     t = config.tools
     return SessionSettings(
         session_id=session_id or new_ulid(),

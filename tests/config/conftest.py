@@ -18,7 +18,9 @@ class Env:
     def __init__(self, root: Path) -> None:
         self.home = root / "home"
         self.ws = root / "ws"
+        self.user_home = root / "user"  # the person's home: ~/.claude lives here
         self.home.mkdir()
+        (self.user_home / ".claude").mkdir(parents=True)
         (self.ws / ".cox").mkdir(parents=True)
 
     @property
@@ -37,8 +39,21 @@ class Env:
         self.project_file.write_text(text)
         return self.project_file
 
+    def claude_user(self, text: str) -> Path:
+        """Write the person's ``~/.claude/settings.json``."""
+        path = self.user_home / ".claude" / "settings.json"
+        path.write_text(text)
+        return path
+
+    def claude_project(self, text: str, *, local: bool = False) -> Path:
+        """Write the workspace's ``.claude/settings.json`` (``settings.local.json`` with ``local``)."""
+        path = self.ws / ".claude" / ("settings.local.json" if local else "settings.json")
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        return path
+
     def load(self, env: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Config:
-        return load_config(self.ws, cox_home=self.home, env=env or {}, flags=flags)
+        return load_config(self.ws, cox_home=self.home, env=env or {}, flags=flags, user_home=self.user_home)
 
 
 @pytest.fixture
@@ -48,6 +63,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
         if name.startswith("COX_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("COX_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "user" / ".claude"))  # what `cox config` reads
     return Env(tmp_path)
 
 

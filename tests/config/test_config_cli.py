@@ -96,3 +96,23 @@ def test_control_characters_from_a_file_are_escaped(cfg: Env) -> None:
     _, out, _ = _run(cfg, "config", "show")
     assert "\x1b" not in out and "\u202e" not in out
     assert 'core.model = "a\\u001b[31mb\\u202ec"' in out.splitlines()
+
+
+def test_show_sources_names_claude_files_and_lists_what_was_ignored(cfg: Env) -> None:
+    user = cfg.claude_user('{\n  "permissions": {\n    "deny": ["Read(./secret.txt)"]\n  }\n}\n')
+    shared = cfg.claude_project('{"permissions": {\n  "allow": ["Bash(touch:*)"],\n  "ask": ["Bash(git push:*)"]}}')
+    project = cfg.project('[core]\nscript = "evil.json"\n')
+    code, out, err = _run(cfg, "config", "show", "--sources")
+    assert code == 0
+    lines = out.splitlines()
+    assert f'  "Read(./secret.txt)",  # from {user}:3' in lines
+    assert f'  "Bash(git push:*)",  # from {shared}:3' in lines
+    assert 'core.script = ""  # from default' in lines
+    assert f"# files read: {user}, {project}, {shared}" in lines
+    ignored = [line for line in lines if line.startswith("# ignored: ")]
+    assert [line.split(": ignored ")[0] for line in ignored] == [f"# ignored: {project}:2", f"# ignored: {shared}:2"]
+    assert err.count("cox: warning: ") == 2
+    code, out, _ = _run(cfg, "config", "show", "--json", "--sources")
+    data = json.loads(out)
+    assert data["origins"]["Read(./secret.txt)"] == f"{user}:3" and len(data["warnings"]) == 2
+    assert data["files"] == [str(user), str(project), str(shared)]

@@ -41,8 +41,8 @@ def test_user_file_overrides_defaults_with_its_line(cfg: Env) -> None:
 
 
 def test_project_overrides_user(cfg: Env) -> None:
-    cfg.user('[core]\nmodel = "gpt-5"\n[context]\nkeep_turns = 4\n')
-    project = cfg.project('[core]\nmodel = "claude-opus-4-1"\n')
+    cfg.user('[core]\nmodel = "claude-sonnet-4-5"\n[context]\nkeep_turns = 4\n')
+    project = cfg.project('[core]\nmodel = "claude-opus-4-1"\n')  # same provider: kept
     config = cfg.load()
     assert config.core.model == "claude-opus-4-1"
     assert config.source("core.model") == f"{project}:2"

@@ -147,11 +147,11 @@ def test_project_budget_caps_may_only_lower(cfg: Env) -> None:
 
 def test_project_ordinary_settings_apply(cfg: Env) -> None:
     cfg.project(
-        '[core]\nmodel = "m"\nmode = "architect"\n[context]\ncompact_at = 0.5\n'
+        '[core]\nmodel = "claude-opus-4-1"\nmode = "architect"\n[context]\ncompact_at = 0.5\n'
         '[tools]\nbash_timeout_s = 30\n[logging]\nlevel = "debug"\n'
     )
     config = cfg.load()
-    assert config.core.model == "m" and config.core.mode == "architect"
+    assert config.core.model == "claude-opus-4-1" and config.core.mode == "architect"
     assert config.context.compact_at == 0.5 and config.tools.bash_timeout_s == 30
     assert config.logging.level == "debug" and config.warnings == []
 
@@ -165,3 +165,62 @@ def test_env_and_flags_are_the_users_own_and_not_restricted(cfg: Env) -> None:
     assert config.sandbox.mode is SandboxMode.DANGER_FULL_ACCESS
     assert config.source("sandbox.mode") == "flag:--sandbox"
     assert config.warnings == []
+
+
+def test_project_cannot_choose_the_provider_or_the_script(cfg: Env) -> None:
+    project = cfg.project('[core]\nprovider = "scripted"\nscript = "evil.json"\nmode = "editor"\n')
+    config = cfg.load()
+    assert config.core.provider == "auto" and config.core.script == ""
+    assert config.source("core.provider") == "default" and config.source("core.script") == "default"
+    assert [w.split(": ignored ")[0] for w in config.warnings] == [f"{project}:2", f"{project}:3"]
+    assert config.warnings[0].startswith(f"{project}:2: ignored core.provider: ")
+    assert config.warnings[1].startswith(f"{project}:3: ignored core.script: ")
+    assert "--script" in config.warnings[1] and str(cfg.user_file) in config.warnings[0]
+    cfg.user('[core]\nprovider = "anthropic"\n')
+    cfg.project('[core]\nprovider = "anthropic"\n')  # even your own value: a project does not choose it
+    config = cfg.load()
+    assert config.source("core.provider") == f"{cfg.user_file}:2" and len(config.warnings) == 1
+
+
+def test_project_model_stays_with_your_provider(cfg: Env) -> None:
+    project = cfg.project('[core]\nmodel = "gpt-5"\n')
+    config = cfg.load()
+    assert config.core.model == "claude-sonnet-4-5"
+    warning = _only_warning(config.warnings)
+    assert warning.startswith(f"{project}:2: ignored core.model: ") and "another provider" in warning
+    cfg.project('[core]\nmodel = "claude-opus-4-1"\n')
+    assert cfg.load().core.model == "claude-opus-4-1"
+    cfg.user('[core]\nprovider = "anthropic"\n')  # a fixed provider: any name goes to the same place
+    cfg.project('[core]\nmodel = "gpt-5"\n')
+    config = cfg.load()
+    assert config.core.model == "gpt-5" and config.warnings == []
+
+
+def test_project_turn_cap_may_only_lower(cfg: Env) -> None:
+    cfg.project("[core]\nmax_turns = 10\n")
+    assert cfg.load().core.max_turns == 10
+    project = cfg.project("[core]\nmax_turns = 5000\n")
+    config = cfg.load()
+    assert config.core.max_turns == 50
+    assert _only_warning(config.warnings).startswith(f"{project}:2: ignored core.max_turns: ")
+
+
+def test_a_key_the_allowlist_has_not_decided_is_ignored() -> None:
+    from cox.config.project import project_verdict
+
+    def current(path: tuple[str, ...]) -> object:
+        return []
+
+    reason = project_verdict(("tools", "pager_command"), "./evil", current, "~/.cox/config.toml")
+    assert reason is not None and "known to be safe" in reason
+    assert project_verdict(("sandbox", "env_keep"), ["AWS_SECRET_ACCESS_KEY"], current, "u") is not None
+    assert project_verdict(("sandbox", "env_keep"), [], current, "u") is None
+
+
+def test_the_allowlist_names_only_real_keys() -> None:
+    from cox.config.loader import _all_keys, _schema
+    from cox.config.project import _FREE, _LOWER_ONLY, RANKS
+
+    known = set(_all_keys(_schema()))
+    for path in {*_FREE, *_LOWER_ONLY, *RANKS}:
+        assert ".".join(path) in known, path

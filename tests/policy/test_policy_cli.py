@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -181,3 +182,96 @@ def test_run_sets_func_for_dispatchers() -> None:
     policy_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["policy", "check", "--", "ls"])
     assert args.func is policy_cli.run and args.command == "policy"
+
+
+# --- policy check reads the session's layers -------------------------------------------------
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A person's home (with ~/.claude), COX_HOME and a workspace, as a session would see them."""
+    home, ws, cox_home = tmp_path / "home", tmp_path / "ws", tmp_path / "cox-home"
+    for d in (home / ".claude", ws / ".claude", ws / ".cox", cox_home):
+        d.mkdir(parents=True, exist_ok=True)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("COX_HOME", str(cox_home))
+    for name in [n for n in os.environ if n.startswith("COX_") and n != "COX_HOME"]:
+        monkeypatch.delenv(name)
+    return {"home": home, "ws": ws, "cox_home": cox_home}
+
+
+def test_check_reads_claude_user_settings_and_names_the_file(machine: dict[str, Path]) -> None:
+    settings = machine["home"] / ".claude" / "settings.json"
+    settings.write_text('{\n  "permissions": {\n    "deny": [\n      "Read(./secret.txt)"\n    ]\n  }\n}\n')
+    where = ("--cwd", str(machine["ws"]), "--home", str(machine["home"]))
+    r = check(*where, "--", "cat secret.txt")
+    assert r["rule"] == "Read(./secret.txt)" and r["origin"] == f"{settings}:4"
+    assert r["decision"] == "ask" and str(settings) in r["files"]  # type: ignore[operator]
+    r = check(*where, "--approval-policy", "never", "--", "cat secret.txt")
+    assert r["decision"] == "deny" and r["origin"] == f"{settings}:4"
+    r = check(*where, "--tool", "Read", "--", "secret.txt")
+    assert r["decision"] == "deny" and r["origin"] == f"{settings}:4"
+
+
+def test_check_reads_user_and_project_config_without_config_flag(machine: dict[str, Path]) -> None:
+    (machine["cox_home"] / "config.toml").write_text('[permissions]\nallow = ["Bash(make:*)"]\nmode = "plan"\n')
+    project = machine["ws"] / ".cox" / "config.toml"
+    project.write_text('[permissions]\ndeny = ["Bash(make install:*)"]\n')
+    where = ("--cwd", str(machine["ws"]), "--home", str(machine["home"]))
+    r = check(*where, "--mode", "default", "--", "make test")
+    assert r["decision"] == "allow" and str(r["origin"]).endswith("config.toml:2")
+    r = check(*where, "--", "make install")
+    assert r["decision"] == "deny" and r["origin"] == f"{project}:2"
+    assert check(*where, "--", "make test")["decision"] == "deny"  # the config's plan mode
+
+
+def test_check_ignores_a_projects_claude_allow_with_a_warning(machine: dict[str, Path]) -> None:
+    shared = machine["ws"] / ".claude" / "settings.json"
+    shared.write_text('{"permissions": {"allow": ["Bash(touch:*)"], "deny": ["Bash(git push:*)"]}}')
+    code, out, err = cox("policy", "check", "--cwd", str(machine["ws"]), "--home", str(machine["home"]),
+                         "--approval-policy", "never", "--", "touch MARKER")
+    r = json.loads(out)
+    assert code == 0 and r["decision"] == "deny" and r["rule"] is None
+    assert f"cox: warning: {shared}:1: ignored permissions.allow:" in err
+
+
+def test_config_flag_is_one_more_layer_on_top(machine: dict[str, Path], config: str) -> None:
+    settings = machine["home"] / ".claude" / "settings.json"
+    settings.write_text('{"permissions": {"deny": ["Bash(cargo test --release:*)"]}}')
+    where = ("--cwd", str(machine["ws"]), "--home", str(machine["home"]), "--config", config)
+    assert check(*where, "--", "cargo test")["decision"] == "allow"
+    r = check(*where, "--", "cargo test --release")
+    assert r["decision"] == "deny" and r["origin"] == f"{settings}:1"
+
+
+def test_check_and_a_session_decide_alike(machine: dict[str, Path], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same layers and the same engine: what `cox policy check` says is what `prepare` (the
+    session's set-up) builds."""
+    from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode
+    from cox.surfaces.commands import prepare
+
+    (machine["cox_home"] / "config.toml").write_text('[permissions]\nallow = ["Bash(git:*)"]\n')
+    (machine["home"] / ".claude" / "settings.json").write_text(
+        '{"permissions": {"deny": ["Bash(git push:*)", "Read(./secret.txt)"], "ask": ["Bash(git tag:*)"]}}')
+    (machine["ws"] / ".claude" / "settings.local.json").write_text('{"permissions": {"deny": ["Bash(git rm:*)"]}}')
+    script = tmp_path / "s.json"
+    script.write_text('{"replies": []}')
+    args = argparse.Namespace(cwd=str(machine["ws"]), script=str(script), model=None, permission_mode=None,
+                              max_turns=None, approve=None, mode=None, deep=False, resume=None, continue_=False)
+    monkeypatch.setenv("HOME", str(machine["home"]))  # the session reads ~/.claude/settings.json here
+    session = prepare(args, approval_default="on-request").engine
+    for line in ("git status", "git push origin", "git tag v1", "git rm x", "cat secret.txt", "rm -rf y"):
+        r = check("--cwd", str(machine["ws"]), "--home", str(machine["home"]), "--", line)
+        call = policy_cli._call("Bash", line, None)
+        mine = session.decide(call, PermissionMode.DEFAULT, ApprovalPolicy.ON_REQUEST, SandboxMode.WORKSPACE_WRITE)
+        assert (mine.kind, mine.rule, mine.origin) == (r["decision"], r["rule"], r["origin"]), line
+
+
+def test_policy_test_stays_hermetic(machine: dict[str, Path], config: str, tmp_path: Path) -> None:
+    (machine["home"] / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Bash(cargo:*)"]}}')
+    (machine["cox_home"] / "config.toml").write_text('[permissions]\ndeny = ["Bash(git:*)"]\n')
+    cases = [{"command": "cargo test", "expected": "allow"}, {"command": "git status", "expected": "allow"}]
+    code, out, _ = cox("policy", "test", "--cwd", str(machine["ws"]), "--home", str(machine["home"]),
+                       "--config", config, write_cases(tmp_path, cases))
+    assert code == 0 and out.strip() == "2 passed, 0 failed"

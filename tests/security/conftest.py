@@ -143,6 +143,7 @@ class Attack:
         self.own(self.base)
         child_env = {k: v for k, v in os.environ.items() if not k.startswith(("COX_", "PYTEST_"))}
         child_env.update({"HOME": str(self.home), "COX_HOME": str(self.cox_home), "PATH": self.env_path,
+                          "CLAUDE_CONFIG_DIR": str(self.home / ".claude"),  # ~/.claude of this home
                           "PYTHONPATH": str(Path(cox.__file__).resolve().parents[1]),
                           **(env or {})})
         argv = [sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script), "-p", prompt,

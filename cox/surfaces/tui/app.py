@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -1206,7 +1207,7 @@ def _mcp_busy(rows: list[dict[str, Any]]) -> bool:
 
 
 def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_from_config: bool = False,
-        status: dict[str, Any] | None = None) -> int:
+        status: dict[str, Any] | None = None, notices: Sequence[str] = ()) -> int:
     """Run the TUI on this terminal until /quit, Ctrl+D or the session stops; then print the
     transcript to the normal screen. Same contract as ``plain.run``.
 
@@ -1215,8 +1216,11 @@ def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_fr
     $COX_THEME; NO_COLOR wins), ``rollout`` (the resumed session's rollout path: its earlier
     transcript is replayed before the new turn), ``db`` (cox.db for the /rewind picker; default
     $COX_HOME's), ``mcp_state`` (a callable returning the MCP server rows, polled for the status
-    line while servers start in the background)."""
+    line while servers start in the background). ``notices``: warnings to show first (settings the
+    config loader ignored, each naming its file and key)."""
     ui = TUI(handle, think_price=think_price, status=status)
+    for note in notices:
+        ui.model.add("notice", sanitize(str(note)), level="warning")
     if resumed is not None:
         if ui.rollout:
             replay_rollout(ui.model, ui.rollout)
