@@ -81,18 +81,26 @@ def main(argv: list[str] | None = None) -> int:
     # default 5 ms GIL switch interval a thread woken by a message waits up to 5 ms per hop while
     # the stream thread parses a large chunk. 1 ms keeps the first delta on stdout within a few ms.
     sys.setswitchinterval(0.001)
-    args = _parser(argv).parse_args(argv)
-    if args.version:
-        from cox import __version__
+    # Every line cox writes to stderr is for a person, and many quote what a model, tool, MCP
+    # server, config file or provider wrote: none may carry a terminal escape sequence.
+    from cox.policy.sanitize import SanitizedStream
 
-        print(f"cox {__version__}")
-        return 0
+    stderr = sys.stderr
+    sys.stderr = SanitizedStream(stderr)  # type: ignore[assignment]
     try:
+        args = _parser(argv).parse_args(argv)
+        if args.version:
+            from cox import __version__
+
+            print(f"cox {__version__}")
+            return 0
         return _dispatch(args)
     except KeyboardInterrupt:
         return 4
     except BrokenPipeError:
         return 1
+    finally:
+        sys.stderr = stderr
 
 
 def _dispatch(args: Any) -> int:
