@@ -259,12 +259,13 @@ def cmd_sessions(args: Any) -> int:
             if not hits and args.grep.lower() not in row["title"].lower():
                 continue
         shown += 1
-        hits = [scrub(hit)[0] for hit in hits]
+        hits = [scrub(hit)[0] for hit in hits]  # the rollout keeps user text as typed
+        title = scrub(row["title"])[0]
         if args.json:
-            print(json.dumps({**row, "matches": hits}))
+            print(json.dumps({**row, "title": title, "matches": hits}))
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
-            title = sanitize(scrub(row["title"].replace("\n", " "))[0])[:60]
+            title = sanitize(title.replace("\n", " "))[:60]
             print(f"{row['id']}  {when}  {row['turns']:>3} turns  {sanitize(row['cwd'])}  {title}")
             for hit in hits[:3]:
                 print(f"    … {sanitize(hit)}")
