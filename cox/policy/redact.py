@@ -95,7 +95,7 @@ def _prefixes(literal: str, body: str) -> str:
 # A start of a secret shape running to the end of the text: what a later delta may complete (or
 # lengthen: a key already 20 characters long may go on). Same look-behinds as _SECRET.
 _OPEN = re.compile(
-    "(?:"
+    "(?=[sAgBb-])(?:"  # the first characters of the shapes, checked first: most positions fail here
     r"(?<![A-Za-z0-9_-])" + _prefixes("sk-", "[A-Za-z0-9_-]*")
     + r"|(?<![A-Za-z0-9])(?:" + _prefixes("AKIA", "[0-9A-Z]*") + "|" + _prefixes("ASIA", "[0-9A-Z]*") + ")"
     + r"|(?<![A-Za-z0-9_])(?:" + "|".join(_prefixes(f"gh{c}_", "[A-Za-z0-9]*") for c in "pousr")
@@ -105,8 +105,9 @@ _OPEN = re.compile(
     + "|" + _prefixes(_PEM_BEGIN, "")
     + r")\Z"
 )
-# The characters an open start can consist of: the search begins after the last other one.
-_OPEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/= \t"
+# The characters of a shape's body: an open start lies in the text's last run of them, or (Bearer)
+# in the word "Bearer" and the blanks before that run.
+_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.~+/="
 
 
 def hold_from(text: str) -> int:
@@ -118,7 +119,10 @@ def hold_from(text: str) -> int:
         if done is None:
             return i
         i = text.find(_PEM_BEGIN, done.end())
-    start = len(text.rstrip(_OPEN_CHARS))
+    start = len(text.rstrip(_RUN_CHARS))
+    word = len(text[:start].rstrip(" \t"))
+    if word < start and text.endswith("earer", 0, word):  # "Bearer", blanks, then the run
+        start = max(word - 6, 0)
     if start == len(text):
         return start
     found = _OPEN.search(text, start)

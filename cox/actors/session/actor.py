@@ -70,6 +70,8 @@ MARKER_WAIT_S = 2.0  # the most a turn end or a stop waits for the turn markers,
 
 ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
                     "error", "notice", "turn_done"}  # the last three carry provider error messages
+MID_BLOCK = {"text_delta", "notice"}
+"""Events that may come in the middle of a text block (a background notice); any other ends it."""
 
 
 @dataclass
@@ -286,9 +288,10 @@ class SessionActor(CoxActor):
         super().on_failure(exception_type, exception_value, traceback)
 
     def emit(self, event: Any) -> None:
-        """Rollout first (scrubbed copy), then every surface, in order. Any other event ends a
-        text block: the text the carry-over window still holds goes out first."""
-        if self.carry.held and event.type != "text_delta":
+        """Rollout first (scrubbed copy), then every surface, in order. An event that ends a text
+        block sends what the carry-over window still holds first (never earlier: a secret's start
+        released alone would be scrubbed apart from its end)."""
+        if self.carry.held and event.type not in MID_BLOCK:
             self.emit(m.TextDelta(text=self.carry.flush()))
         if event.type in ROLLOUT_SCRUBBED:
             line, changed = m.encode_scrubbed(event)
