@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from cox.actors.tools.base import BaseTool, ToolEnv
+from cox.actors.tools.registry import builtin_tools
 from cox.protocol import messages as m
-from cox.protocol.types import StopReason, ToolCall
+from cox.protocol.types import PermissionMode, Risk, StopReason, ToolCall, ToolResult
 from cox.surfaces.headless import Printer, RunState
+from tests.harness import run_session
 
 from .test_plain import Pty
 
@@ -143,3 +146,47 @@ def test_expand_on_a_terminal_is_sanitised(tmp_path: Path, cox_home: Path) -> No
     text = pty.text
     assert "one\n\ufffd\ufffd two \nthree" in text
     clean(text)
+
+
+# ---------------------------------------------------------------- the session's lines (stream-json, rollout)
+
+
+class ChunkyTool(BaseTool):
+    """Streams its output in pieces cut through a key and a PEM block, as bash's ~10 chunks a
+    second cut whatever a command prints."""
+
+    name = "chunky"
+    description = "prints in pieces"
+    input_schema = {"type": "object", "properties": {}}
+    PIECES = ["log: sk-ant-api03-AbCdEf", "GhIjKlMnOpQrStUvWx\n-----BEGIN RSA PRIV", "ATE KEY-----\nMIIEsecretbody\n",
+              "-----END RSA PRIVATE KEY-----\nend\n"]
+
+    def risk(self, call_input: dict) -> Risk:
+        return Risk.READ_ONLY
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        for piece in self.PIECES:
+            env.output(piece)
+        return ToolResult(visible="printed")
+
+
+def test_secrets_split_across_deltas_and_output_chunks_never_reach_a_line(tmp_path: Path, cox_home: Path) -> None:
+    tool = ChunkyTool()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    steps = [{"text": "key: sk-ant-"}, {"text": "api03-AbCdEfGhIj"}, {"text": "KlMnOpQrStUv and -----BEGIN EC"},
+             {"text": " PRIVATE KEY-----\nMHcCAQEEsecret"}]  # cut off by the tool call: no END
+    call = {"tool_call": {"id": "c1", "name": "chunky", "input": {}}}
+    run = run_session(ws, cox_home, [{"events": [*steps, call]}, {"text": "done"}], "go", tools={**builtin_tools(), "chunky": tool},
+                      mode=PermissionMode.BYPASS)
+    texts = [e.text for e in run.of("text_delta")]
+    assert "".join(texts) == "".join(s["text"] for s in steps) + "done"  # every character once, in order
+    outputs = [e.chunk for e in run.of("tool_call_output")]
+    assert "".join(outputs) == "".join(ChunkyTool.PIECES)
+    shown = [json.loads(line) for line in run.lines]
+    text_out = "".join(d["text"] for d in shown if d["type"] == "text_delta")
+    assert text_out == "key: «redacted» and «redacted»done"
+    chunk_out = "".join(d["chunk"] for d in shown if d["type"] == "tool_call_output")
+    assert chunk_out == "log: «redacted»\n«redacted»\nend\n"
+    for secret in ("AbCdEfGhIj", "MHcCAQEEsecret", "MIIEsecretbody"):
+        assert all(secret not in line for line in run.lines)

@@ -175,6 +175,7 @@ class SessionActor(CoxActor):
         self.store = store
         self.sinks = sinks
         self.carry = Carry()  # the text deltas' carry-over window (see policy.redact.Carry)
+        self.output_carry: dict[str, Carry] = {}  # the same for each running call's output chunks
         self.holder = holder
         self.base_mode = settings.permission_mode
         self.preset = settings.preset
@@ -293,6 +294,10 @@ class SessionActor(CoxActor):
         released alone would be scrubbed apart from its end)."""
         if self.carry.held and event.type not in MID_BLOCK:
             self.emit(m.TextDelta(text=self.carry.flush()))
+        if event.type == "tool_call_done":
+            output = self.output_carry.pop(event.call_id, None)
+            if output is not None and output.held:
+                self.emit(m.ToolCallOutput(call_id=event.call_id, chunk=output.flush()))
         if event.type in ROLLOUT_SCRUBBED:
             line, changed = m.encode_scrubbed(event)
         else:
@@ -944,7 +949,9 @@ class SessionActor(CoxActor):
     def _on_tool_output(self, gen: int, call_id: str, chunk: str) -> None:
         turn = self.active
         if turn is not None and turn.gen == gen and call_id in turn.running:
-            self.emit(m.ToolCallOutput(call_id=call_id, chunk=chunk))
+            shown = self.output_carry.setdefault(call_id, Carry()).feed(chunk)  # a split secret too
+            if shown:
+                self.emit(m.ToolCallOutput(call_id=call_id, chunk=shown))
 
     def _on_tool_done(self, gen: int, call_id: str, result: ToolResult, ms: float,
                       files: list[str] | None = None) -> None:
