@@ -10,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli"}
+TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch"}
+"""Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
+servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
+sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` and the TUI or
+``--plain`` (they sanitise what they draw; the TUI's own escapes must pass) or ``mcp serve``."""
 
 
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     # server, config file or provider wrote: none may carry a terminal escape sequence.
     from cox.policy.sanitize import SanitizedStream
 
-    stderr = sys.stderr
+    stdout, stderr = sys.stdout, sys.stderr
     sys.stderr = SanitizedStream(stderr)  # type: ignore[assignment]
     try:
         args = _parser(argv).parse_args(argv)
@@ -94,13 +99,15 @@ def main(argv: list[str] | None = None) -> int:
 
             print(f"cox {__version__}")
             return 0
+        if args.command in TEXT_COMMANDS and getattr(args, "mcp_command", None) != "serve" and stdout.isatty():
+            sys.stdout = SanitizedStream(stdout)  # type: ignore[assignment]
         return _dispatch(args)
     except KeyboardInterrupt:
         return 4
     except BrokenPipeError:
         return 1
     finally:
-        sys.stderr = stderr
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 def _dispatch(args: Any) -> int:

@@ -219,3 +219,12 @@ def test_a_token_longer_than_any_secret_is_not_held_forever() -> None:
     for _ in range(MAX_HELD // 100 + 2):
         out += carry.feed("a" * 100)
     assert out and len(carry.held) <= MAX_HELD + 100
+
+
+def test_a_scrubbed_event_is_written_as_the_encoder_writes_it() -> None:
+    from cox.protocol.types import StopReason
+
+    for make in (lambda s: m.TurnDone(turn=2, stop=StopReason.ERROR, reason=f"bad key\n{s}"),
+                 lambda s: m.ToolCallDone(call_id="c", result=ToolResult(visible=f"\t{s}", meta={"x": 1e-05}),
+                                          duration_ms=0.5)):
+        assert m.encode_scrubbed(make(SECRETS[0])) == (m.encode(make(REDACTED)), True)

@@ -190,3 +190,28 @@ def test_secrets_split_across_deltas_and_output_chunks_never_reach_a_line(tmp_pa
     assert chunk_out == "log: «redacted»\n«redacted»\nend\n"
     for secret in ("AbCdEfGhIj", "MHcCAQEEsecret", "MIIEsecretbody"):
         assert all(secret not in line for line in run.lines)
+
+
+def test_listing_commands_on_a_terminal_are_sanitised(tmp_path: Path, cox_home: Path) -> None:
+    # `cox mcp list` shows a server's name and command as a config file wrote them
+    cox_home.mkdir(parents=True, exist_ok=True)
+    (cox_home / "config.toml").write_text('[mcp.servers."ev\\u001b]0;title\\u0007il"]\ncommand = "echo\\u001b[2J"\n')
+    argv = [sys.executable, "-m", "cox.surfaces.cli", "mcp", "list"]
+    pty = Pty(argv, tmp_path, {**os.environ})
+    try:
+        pty.wait("echo")
+        assert pty.proc.wait(30) == 0
+    finally:
+        pty.close()
+    assert "evil" in pty.text
+    clean(pty.text)
+    piped = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "ev\x1b]0;title\x07il" in piped.stdout  # redirected: as it is (a script reads it)
+
+
+def test_every_stderr_line_of_the_command_is_sanitised(tmp_path: Path, cox_home: Path) -> None:
+    # an error line quoting what it was given (an id pasted from a tool's output)
+    put_archive(b"x")
+    p = cox(["expand", "01\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202eID"], tmp_path)
+    assert p.returncode == 1 and "no archived output with id 01" in p.stderr and "ID" in p.stderr
+    clean(p.stderr)
