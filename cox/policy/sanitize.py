@@ -4,14 +4,16 @@ A model's reply, a tool's output or an MCP server's answer can carry escape sequ
 the cursor, rewrite earlier lines, retitle the window, set the clipboard (OSC 52) or hide text, and
 bidi controls that display code in a different order than it runs (Trojan Source). Everything
 such a party wrote goes through :func:`sanitize` before a surface shows it, so what the person
-reads is what is there.
+reads is what is there. The ``cox`` command's stderr is a :class:`SanitizedStream`, so an error
+line quoting a model, a tool, an MCP server, a config file or a provider cannot carry one either.
 """
 
 from __future__ import annotations
 
 import re
+from typing import IO, Any
 
-__all__ = ["sanitize"]
+__all__ = ["SanitizedStream", "sanitize"]
 
 # Any character that needs work. Checked first: plain text (the common case) costs one C scan.
 _SUSPECT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -43,3 +45,18 @@ def sanitize(text: str) -> str:
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     return _STRIP.sub("", text)
+
+
+class SanitizedStream:
+    """A text stream whose every ``write`` passes :func:`sanitize` (anything else is the wrapped
+    stream's). Only for text meant to be read: JSON and raw bytes must not go through it."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(sanitize(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

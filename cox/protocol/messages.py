@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, get_args
 
-from .record import DecodeError, Record, decode, field, record, tag_of, to_json, to_plain
+from cox.policy.redact import scrub_data, suspect
+
+from .record import DecodeError, Record, decode, field, json_any, record, tag_of, to_json, to_plain
 from .types import (
     Decision,
     NoticeLevel,
@@ -323,6 +325,18 @@ def decode_event(data: str | bytes | dict[str, Any]) -> Any:
 def encode(message: Record) -> str:
     """One line of JSON for a Submission or Event (no trailing newline)."""
     return to_json(message)
+
+
+def encode_scrubbed(message: Record) -> tuple[str, bool]:
+    """:func:`encode` with every string value scrubbed of secret shapes first (``policy.redact``),
+    and whether anything was. Values, not the encoded line: a line-level scrub misses a secret
+    right after an escaped newline and lets an unterminated PEM block eat the closing quotes.
+    The common case costs :func:`encode` plus a few substring checks on the line."""
+    line = to_json(message)
+    if not suspect(line):
+        return line, False
+    data, changed = scrub_data(to_plain(message, exclude_none=True))
+    return (json_any(data), True) if changed else (line, False)
 
 
 def to_dict(message: Record) -> dict[str, Any]:

@@ -10,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli"}
+TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch"}
+"""Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
+servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
+sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` and the TUI or
+``--plain`` (they sanitise what they draw; the TUI's own escapes must pass) or ``mcp serve``."""
 
 
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -81,18 +86,28 @@ def main(argv: list[str] | None = None) -> int:
     # default 5 ms GIL switch interval a thread woken by a message waits up to 5 ms per hop while
     # the stream thread parses a large chunk. 1 ms keeps the first delta on stdout within a few ms.
     sys.setswitchinterval(0.001)
-    args = _parser(argv).parse_args(argv)
-    if args.version:
-        from cox import __version__
+    # Every line cox writes to stderr is for a person, and many quote what a model, tool, MCP
+    # server, config file or provider wrote: none may carry a terminal escape sequence.
+    from cox.policy.sanitize import SanitizedStream
 
-        print(f"cox {__version__}")
-        return 0
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stderr = SanitizedStream(stderr)  # type: ignore[assignment]
     try:
+        args = _parser(argv).parse_args(argv)
+        if args.version:
+            from cox import __version__
+
+            print(f"cox {__version__}")
+            return 0
+        if args.command in TEXT_COMMANDS and getattr(args, "mcp_command", None) != "serve" and stdout.isatty():
+            sys.stdout = SanitizedStream(stdout)  # type: ignore[assignment]
         return _dispatch(args)
     except KeyboardInterrupt:
         return 4
     except BrokenPipeError:
         return 1
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 def _dispatch(args: Any) -> int:

@@ -261,14 +261,16 @@ def cmd_sessions(args: Any) -> int:
             if not hits and args.grep.lower() not in row["title"].lower():
                 continue
         shown += 1
+        hits = [scrub(hit)[0] for hit in hits]  # the rollout keeps user text as typed
+        title = scrub(row["title"])[0]
         if args.json:
-            print(json.dumps({**row, "matches": hits}))
+            print(json.dumps({**row, "title": title, "matches": hits}))
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
-            title = sanitize(row["title"].replace("\n", " "))[:60]
-            print(f"{row['id']}  {when}  {row['turns']:>3} turns  {row['cwd']}  {title}")
+            title = sanitize(title.replace("\n", " "))[:60]
+            print(f"{row['id']}  {when}  {row['turns']:>3} turns  {sanitize(row['cwd'])}  {title}")
             for hit in hits[:3]:
-                print(f"    … {sanitize(scrub(hit)[0])}")
+                print(f"    … {sanitize(hit)}")
         if shown >= args.limit:
             break
     if not shown:
@@ -302,6 +304,9 @@ def _grep_rollout(path: Path, needle: str) -> list[str]:
 
 
 def cmd_expand(args: Any) -> int:
+    """Print an archived tool output: its exact bytes when stdout is a file or a pipe (expand is
+    lossless), and sanitised text on a terminal (the output is a tool's, and may carry escape
+    sequences that would act on the terminal)."""
     from cox.actors.store import archive, db
 
     layout = Layout(cox_home())
@@ -315,13 +320,22 @@ def cmd_expand(args: Any) -> int:
         return fail(str(exc.args[0]))
     finally:
         conn.close()
-    text = data.decode("utf-8", "replace")
     if args.lines:
         try:
             a, _, b = args.lines.partition("-")
             start, end = int(a), int(b or a)
         except ValueError:
             return fail(f"--lines wants A-B (like 3-80), got {args.lines!r}", 2)
-        text = "\n".join(text.split("\n")[start - 1 : end])
+        parts = data.split(b"\n")
+        lines = [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        data = b"".join(lines[max(start, 1) - 1 : end])
+    if not sys.stdout.isatty():  # a file or a pipe: the exact bytes
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    from cox.policy.sanitize import sanitize
+
+    text = sanitize(data.decode("utf-8", "replace"))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0

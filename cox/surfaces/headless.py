@@ -3,6 +3,10 @@
 Prints the session's events (``stream-json``), only the final result object (``json``) or the
 final answer (``text``), and always ends with exactly one ``result`` — even when an actor
 crashed or a signal arrived. Exit codes: 0 ok · 1 error · 2 denied · 3 budget · 4 interrupted.
+
+Everything printed is scrubbed of secret shapes (stream-json lines are the session's scrubbed
+rollout lines; the result object is scrubbed value by value). What is printed as text — the
+answer, the stderr lines — is sanitised too; JSON stays lossless (its encoder escapes controls).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from cox.policy.redact import scrub
+from cox.policy.redact import scrub, scrub_data
+from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.messages import ProtocolError, decode_submission
 
@@ -98,9 +103,9 @@ class RunState:
     def result(self) -> dict[str, Any]:
         stop = self.stop or "error"
         subtype = SUBTYPES.get(stop, "error_during_execution")
-        text, _ = scrub("".join(self.text))
+        text = "".join(self.text)
         is_error = stop != "end_turn"
-        return {
+        res: dict[str, Any] = {
             "type": "result",
             "subtype": subtype,
             "is_error": is_error,
@@ -115,6 +120,12 @@ class RunState:
             "permission_denials": self.denials,
             "terminal_reason": stop,
         }
+        return scrub_data(res)[0]  # type: ignore[no-any-return]
+
+
+def shown(text: str) -> str:
+    """``text`` as a line for a person: secret shapes redacted, escape sequences removed."""
+    return sanitize(scrub(text)[0])
 
 
 class Printer:
@@ -139,11 +150,11 @@ class Printer:
             self.out.write(line + "\n")
             return
         if event.type == "notice" and event.level in ("warning", "security", "error"):
-            self.err.write(f"cox: {event.level}: {event.message}\n")
+            self.err.write(f"cox: {event.level}: {shown(event.message)}\n")
         elif event.type == "error":
-            self.err.write(f"cox: error: {event.message}\n")
+            self.err.write(f"cox: error: {shown(event.message)}\n")
         elif self.verbose and event.type == "tool_call_requested":
-            self.err.write(f"● {event.call.name}  {event.call.subject}\n")
+            self.err.write(f"● {shown(event.call.name)}  {shown(event.call.subject)}\n")
 
     def result(self, state: RunState) -> None:
         res = state.result()
@@ -154,7 +165,7 @@ class Printer:
                            f"{res['duration_ms']} ms · ${res['total_cost_usd']:.4f} · "
                            f"{len(res['permission_denials'])} denied\n")
         else:
-            text = res["result"]
+            text = sanitize(res["result"])
             if text:
                 self.out.write(text.rstrip("\n") + "\n")
         self.out.flush()
@@ -169,7 +180,7 @@ def _stdin_reader(handle: SessionHandle, stdin: IO[str], err: IO[str], closed: t
             try:
                 sub = decode_submission(line)
             except ProtocolError as exc:
-                err.write(f"cox: stdin line {lineno}: {exc}\n")
+                err.write(f"cox: stdin line {lineno}: {shown(str(exc))}\n")
                 err.flush()
                 continue
             if isinstance(sub, m.UserTurn):

@@ -42,7 +42,7 @@ HELP = """commands: /mode architect|editor|default|acceptEdits|plan|bypassPermis
 
 
 def _answer(call: Any, reason: str, ask: Any, out: IO[str]) -> m.Approve:
-    out.write(f"\n  {call.name} wants to run: {sanitize(call.subject or json.dumps(call.input))}\n"
+    out.write(f"\n  {sanitize(call.name)} wants to run: {sanitize(call.subject or json.dumps(call.input))}\n"
               f"  risk {call.risk.value} · {sanitize(reason)}\n")
     while True:
         choice = ask("  allow? [y]es once · [s]ession · [n]o · [e]dit input › ").strip().lower()

@@ -43,13 +43,13 @@ class Transcript:
             subject = event.call.subject or str(event.call.input)
             if self.cwd and subject.startswith(self.cwd):
                 subject = subject[len(self.cwd):]  # paths inside the workspace, as the user wrote them
-            w(f"  ● {event.call.name}  {sanitize(_short(subject))}\n")
+            w(f"  ● {sanitize(event.call.name)}  {sanitize(_short(subject))}\n")
         elif t == "approval_required":
             self._end_text()
-            w(f"  ? {event.call.name} needs approval: {sanitize(event.reason)}\n")
+            w(f"  ? {sanitize(event.call.name)} needs approval: {sanitize(event.reason)}\n")
         elif t == "tool_call_done":
             call = self.calls.get(event.call_id)
-            name = call.name if call else "tool"
+            name = sanitize(call.name) if call else "tool"
             r = event.result
             status = r.status.value
             mark = {"ok": "✓", "denied": "⊘", "aborted": "■"}.get(status, "✗")
@@ -72,7 +72,8 @@ class Transcript:
         elif t == "turn_done":
             self._end_text()
             self.asking.clear()
-            w(f"  — turn {event.turn}: {event.stop.value}" + (f" ({event.reason})" if event.reason else "") + "\n")
+            w(f"  — turn {event.turn}: {event.stop.value}" + (f" ({sanitize(event.reason)})" if event.reason else "")
+              + "\n")
         self.out.flush()
 
 

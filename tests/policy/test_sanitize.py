@@ -38,3 +38,16 @@ def test_plain_text_is_untouched(text: str) -> None:
 def test_sanitize_is_idempotent_on_mixed_input() -> None:
     t = "\x1b[1m\x1b]0;t\x07hi\u202e\x00\r\n"
     assert sanitize(sanitize(t)) == sanitize(t) == "hi\n"
+
+
+def test_a_sanitized_stream_cleans_every_write_and_passes_the_rest_through() -> None:
+    import io
+
+    from cox.policy.sanitize import SanitizedStream
+
+    raw = io.StringIO()
+    err = SanitizedStream(raw)
+    print("cox: error: \x1b]52;c;ZXZpbA==\x07bad key \x1b[2J\u202egnp.exe", file=err)  # type: ignore[arg-type]
+    assert raw.getvalue() == "cox: error: bad key gnp.exe\n"
+    assert err.write("x\x1b") == 2  # what the caller wrote, as a stream answers
+    assert err.getvalue() == raw.getvalue() and err.isatty() is False  # anything else is the stream's

@@ -132,9 +132,11 @@ class Attack:
                 os.lchown(os.path.join(dirpath, name), self.uid, self.gid or self.uid)
 
     def run(self, replies: list[dict[str, Any]], *, args: tuple[str, ...] = (), config: str | None = None,
-            env: dict[str, str] | None = None, prompt: str = "go", timeout: float = 90) -> Outcome:
+            env: dict[str, str] | None = None, prompt: str = "go", timeout: float = 90,
+            output_format: str = "stream-json") -> Outcome:
         """One ``cox run --approve never --output-format stream-json`` with ``replies`` as the model.
-        ``config`` is written to ``$COX_HOME/config.toml``; ``env`` adds variables."""
+        ``config`` is written to ``$COX_HOME/config.toml``; ``env`` adds variables. With
+        ``output_format="text"`` stdout is left unparsed (``lines`` stays empty)."""
         script = self.base / "script.json"
         script.write_text(json.dumps({"model": "scripted", "replies": replies}))
         if config is not None:
@@ -147,13 +149,13 @@ class Attack:
                           "PYTHONPATH": str(Path(cox.__file__).resolve().parents[1]),
                           **(env or {})})
         argv = [sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script), "-p", prompt,
-                "--approve", "never", "--output-format", "stream-json", *args]
+                "--approve", "never", "--output-format", output_format, *args]
         if self.uid is not None:
             argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
         proc = subprocess.run(argv, cwd=self.workspace, env=child_env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
         lines = []
-        for raw in proc.stdout.splitlines():
+        for raw in proc.stdout.splitlines() if output_format != "text" else []:
             if raw.strip():
                 lines.append(json.loads(raw))  # every stdout line must be valid JSON
         return Outcome(proc, self.workspace, self.home, self.cox_home, lines)

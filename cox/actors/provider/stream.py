@@ -19,6 +19,7 @@ from typing import Any
 
 import pykka
 
+from cox.policy.redact import scrub
 from cox.protocol.interfaces import CancelToken, Provider
 from cox.protocol.model import (
     ModelRequest,
@@ -173,22 +174,23 @@ class ProviderStreamActor(CoxActor):
                             # instead of after this thread's next switch interval of parsing.
                             time.sleep(0)
                         emitted = True
-            except ProviderError as exc:
+            except ProviderError as raised:
                 if self.cancel.cancelled:
                     break
-                if exc.retryable and not emitted and attempt < MAX_RETRIES:
+                err = scrubbed(raised)
+                if err.retryable and not emitted and attempt < MAX_RETRIES:
                     attempt += 1
-                    self.reply_to.tell(("s_notice", sid, f"model request failed ({exc}); retry {attempt} of {MAX_RETRIES}"))
-                    if self._backoff(attempt, exc.retry_after):
+                    self.reply_to.tell(("s_notice", sid, f"model request failed ({err}); retry {attempt} of {MAX_RETRIES}"))
+                    if self._backoff(attempt, err.retry_after):
                         break
                     continue
-                self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=exc,
+                self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=err,
                                                           api_ms=(time.monotonic() - started) * 1000)))
                 return
             except Exception as exc:  # an adapter bug or a transport error the SDK let escape
                 if self.cancel.cancelled:
                     break
-                err = ProviderError(f"model stream failed: {type(exc).__name__}: {exc}")
+                err = scrubbed(ProviderError(f"model stream failed: {type(exc).__name__}: {exc}"))
                 self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=err,
                                                           api_ms=(time.monotonic() - started) * 1000)))
                 return
@@ -199,3 +201,14 @@ class ProviderStreamActor(CoxActor):
             return
         self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), stop=asm.stop, usage=asm.usage,
                                                   api_ms=api_ms, model=self.request.model)))
+
+
+def scrubbed(err: ProviderError) -> ProviderError:
+    """``err`` with its message scrubbed of secret shapes: an API error may echo the key it
+    rejected, and this message reaches notices, the turn's reason, the rollout and stdout."""
+    text, changed = scrub(str(err))
+    if not changed:
+        return err
+    clean = ProviderError(text, retryable=err.retryable, retry_after=err.retry_after, status=err.status,
+                          context_overflow=err.context_overflow)
+    return clean

@@ -33,7 +33,7 @@ from cox.actors.provider.stream import ProviderStreamActor, StreamResult
 from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.actors.tools.call_actor import ToolCallActor
 from cox.log import get_logger
-from cox.policy.redact import scrub
+from cox.policy.redact import Carry
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
 from cox.protocol.model import ProviderError
@@ -68,7 +68,10 @@ WATCHDOG_S = 0.5
 MARKER_WAIT_S = 2.0  # the most a turn end or a stop waits for the turn markers, in total
 """How often a running turn checks that its children are still alive."""
 
-ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message"}
+ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
+                    "error", "notice", "turn_done"}  # the last three carry provider error messages
+MID_BLOCK = {"text_delta", "notice"}
+"""Events that may come in the middle of a text block (a background notice); any other ends it."""
 
 
 @dataclass
@@ -171,6 +174,8 @@ class SessionActor(CoxActor):
         self.engine = engine
         self.store = store
         self.sinks = sinks
+        self.carry = Carry()  # the text deltas' carry-over window (see policy.redact.Carry)
+        self.output_carry: dict[str, Carry] = {}  # the same for each running call's output chunks
         self.holder = holder
         self.base_mode = settings.permission_mode
         self.preset = settings.preset
@@ -284,11 +289,19 @@ class SessionActor(CoxActor):
         super().on_failure(exception_type, exception_value, traceback)
 
     def emit(self, event: Any) -> None:
-        """Rollout first (scrubbed copy), then every surface, in order."""
-        line = m.encode(event)
-        changed = False
+        """Rollout first (scrubbed copy), then every surface, in order. An event that ends a text
+        block sends what the carry-over window still holds first (never earlier: a secret's start
+        released alone would be scrubbed apart from its end)."""
+        if self.carry.held and event.type not in MID_BLOCK:
+            self.emit(m.TextDelta(text=self.carry.flush()))
+        if event.type == "tool_call_done":
+            output = self.output_carry.pop(event.call_id, None)
+            if output is not None and output.held:
+                self.emit(m.ToolCallOutput(call_id=event.call_id, chunk=output.flush()))
         if event.type in ROLLOUT_SCRUBBED:
-            line, changed = scrub(line)
+            line, changed = m.encode_scrubbed(event)
+        else:
+            line, changed = m.encode(event), False
         store = self.store()
         if store is not None:
             store.tell(("append", self.s.session_id, line))
@@ -695,7 +708,9 @@ class SessionActor(CoxActor):
             turn.partial.append(text)
             first = not turn.stream_emitted
             turn.stream_emitted = True
-            self.emit(m.TextDelta(text=text))
+            shown = self.carry.feed(text)  # a tail that may start a secret waits for the next delta
+            if shown:
+                self.emit(m.TextDelta(text=shown))
             if first:
                 time.sleep(0)  # hand the GIL to the surface: the reply's first words show now
 
@@ -934,7 +949,9 @@ class SessionActor(CoxActor):
     def _on_tool_output(self, gen: int, call_id: str, chunk: str) -> None:
         turn = self.active
         if turn is not None and turn.gen == gen and call_id in turn.running:
-            self.emit(m.ToolCallOutput(call_id=call_id, chunk=chunk))
+            shown = self.output_carry.setdefault(call_id, Carry()).feed(chunk)  # a split secret too
+            if shown:
+                self.emit(m.ToolCallOutput(call_id=call_id, chunk=shown))
 
     def _on_tool_done(self, gen: int, call_id: str, result: ToolResult, ms: float,
                       files: list[str] | None = None) -> None:
