@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cox.atomic import open_append, write_atomic
+
 try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -224,16 +226,16 @@ class PrivateRepo:
                 raise GitError(f"git init could not start: {e}") from e
             if proc.returncode != 0:
                 raise GitError(f"git init failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-            with open(self.git_dir / "config", "a", encoding="utf-8") as f:
+            with open_append(self.git_dir / "config", text=True) as f:
                 f.write(_PRIVATE_CONFIG)
-            (self.git_dir / "workspace-root").write_text(str(self.root) + "\n", encoding="utf-8")
+            write_atomic(self.git_dir / "workspace-root", (str(self.root) + "\n").encode())
         (self.git_dir / "info").mkdir(exist_ok=True)
         attributes = self.git_dir / "info" / "attributes"
         if not attributes.is_file() or attributes.read_text(encoding="utf-8") != _ATTRIBUTES:
-            attributes.write_text(_ATTRIBUTES, encoding="utf-8")
+            write_atomic(attributes, _ATTRIBUTES.encode(), new_mode=0o644)
         exclude, wanted = self.git_dir / "info" / "exclude", self._own_exclude()
         if (exclude.read_text(encoding="utf-8") if exclude.is_file() else "") != wanted:
-            exclude.write_text(wanted, encoding="utf-8")
+            write_atomic(exclude, wanted.encode(), new_mode=0o644)
         self.home.mkdir(exist_ok=True)
         self._ready = True
 
@@ -259,7 +261,7 @@ class PrivateRepo:
             if fcntl is None:  # pragma: no cover
                 yield
                 return
-            with open(self.git_dir / "cox.lock", "a+b") as f:
+            with open_append(self.git_dir / "cox.lock") as f:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX)
                 try:
                     yield
