@@ -13,7 +13,8 @@ exists to keep that git away from the user's things and the user's things away f
   filters, ``core.autocrlf``) cannot change what is stored. Every inherited ``GIT_*`` variable is
   dropped, so running cox from inside a git hook cannot redirect us to the user's repository.
 - ``core.hooksPath=/dev/null``, ``core.fsmonitor=false`` and ``safe.directory=*`` go on every
-  command line (command-line config wins over anything in a config file).
+  command line (command-line config wins over anything in a config file), and the environment
+  carries ``cox.gitsafe``'s overrides for everything else a config can make git run.
 - ``$GIT_DIR/info/attributes`` (highest precedence) unsets ``text``, ``eol``, ``filter``, ``ident``
   and ``working-tree-encoding`` so a workspace ``.gitattributes`` cannot make the stored blob differ
   from the bytes on disk: a pre-image must restore byte for byte.
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cox.atomic import open_append, write_atomic
+from cox.gitsafe import safe_env
 
 try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
     import fcntl
@@ -143,8 +145,9 @@ def find_user_repo(root: Path) -> UserRepo | None:
 
 def clean_env(home: Path, path: str | None = None) -> dict[str, str]:
     """The environment every git command runs in: the caller's minus any ``GIT_*`` variable,
-    with config from the user's home and the system switched off."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    with config from the user's home and the system switched off, and ``cox.gitsafe``'s
+    overrides (no fsmonitor, hooks, pager, transport, gpg …) as command-line configuration."""
+    env = safe_env()  # no GIT_* inherited; cox.gitsafe's overrides as command-line config
     if path is not None:
         env["PATH"] = path
     env.update(
