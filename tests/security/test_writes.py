@@ -303,3 +303,27 @@ def test_an_embedded_bare_repository_is_not_used(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("HOME", str(tmp_path / "git-home"))
     assert probe(str(bare)) is None
     assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def test_the_tui_probe_does_not_read_through_planted_untracked_links(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Untracked entries count their lines; a link to a device that never ends (or to a secret)
+    and a FIFO count nothing, and the probe returns."""
+    import threading
+
+    from cox.surfaces.tui.worktree import probe
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _git(ws, "init", "-q")
+    (ws / "zero").symlink_to("/dev/zero")
+    os.mkfifo(ws / "pipe")
+    (ws / "real.txt").write_text("one\ntwo\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "git-home"))
+    box: list[object] = []
+    t = threading.Thread(target=lambda: box.append(probe(str(ws))), daemon=True)
+    t.start()
+    t.join(60)  # only a hang reaches this bound
+    assert box, "the probe hung reading an untracked link or FIFO"
+    state = box[0]
+    assert state is not None and state.added == 2  # type: ignore[attr-defined]

@@ -280,3 +280,15 @@ def test_temp_skips_a_name_that_is_taken(ws: Path, monkeypatch: pytest.MonkeyPat
         second = folder.temp("f", b"2")
     assert first != second
     assert (ws / first).read_bytes() == b"1" and (ws / second).read_bytes() == b"2"
+
+
+def test_edit_refuses_a_fifo_instead_of_blocking_on_it(ws: Path) -> None:
+    import threading
+
+    os.mkfifo(ws / "pipe.txt")
+    box: list[ToolResult] = []
+    t = threading.Thread(target=lambda: box.append(edit(ws, "pipe.txt", "a", "b")), daemon=True)
+    t.start()
+    t.join(30)  # only a hang reaches this bound
+    assert box, "edit blocked reading a FIFO"
+    assert not box[0].ok and "not a regular file" in box[0].visible

@@ -228,6 +228,8 @@ class EditTool(PathTool):
             return ToolResult.error(f"{where} is a folder, not a file")
         if not path.exists():
             return ToolResult.error(f"{where} does not exist; use write to create it")
+        if not path.is_file():  # a FIFO or a device would block or never end the read
+            return ToolResult.error(f"{where} is not a regular file; edit works on text files")
         decoded = decode(path.read_bytes())
         if decoded is None:
             return ToolResult.error(f"{where} is a binary file; edit works on text files")

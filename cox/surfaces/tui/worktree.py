@@ -11,6 +11,7 @@ It runs outside the sandbox, in a checkout cox does not trust, so every git goes
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 from cox.gitsafe import DIFF_FLAGS, run_git
@@ -77,13 +78,21 @@ def probe(cwd: str) -> GitState | None:
 
 
 def _lines(path: str) -> int:
+    """Lines of an untracked regular file (a link, FIFO or device planted there counts 0: it
+    could point anywhere or never end)."""
     try:
-        if os.path.getsize(path) > UNTRACKED_BYTES:
-            return 0
-        with open(path, "rb") as f:
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return 0
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > UNTRACKED_BYTES:
+            return 0
+        data = os.read(fd, UNTRACKED_BYTES + 1)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
     if b"\0" in data:
         return 0
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
