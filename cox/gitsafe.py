@@ -16,9 +16,11 @@ probe, the file listings of ``glob``/``grep`` and every other git cox runs in a 
   and needs no quoting of ``=`` in a name;
 - every filter driver the repository's configuration defines is blanked (``filter.<name>.clean``,
   ``.smudge``, ``.process`` empty, ``.required`` false), since attributes can name any driver;
+- sub-commands that can show a diff get ``--no-ext-diff --no-textconv`` right after their name
+  (``blame`` ``--no-textconv``): an attribute may name any diff driver, whose ``command`` and
+  ``textconv`` come from the config;
 - the inherited ``GIT_*`` variables are dropped (cox run from a hook must not be redirected to
-  another repository), and ``--no-pager`` leads the argv. Callers that diff add ``--no-ext-diff
-  --no-textconv`` (:data:`DIFF_FLAGS`).
+  another repository), and ``--no-pager`` leads the argv.
 
 The user's own global and system configuration still apply (their excludes, ``safe.directory``):
 they are the user's, not the repository's, and git's ownership check stays on.
@@ -32,7 +34,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["DIFF_FLAGS", "OVERRIDES", "GitCommand", "filter_drivers", "git_command", "run_git", "safe_env"]
+__all__ = ["OVERRIDES", "GitCommand", "filter_drivers", "git_command", "run_git", "safe_env"]
 
 OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
@@ -57,7 +59,12 @@ OVERRIDES: tuple[tuple[str, str], ...] = (
     ("maintenance.auto", "false"),
 )
 
-DIFF_FLAGS = ("--no-ext-diff", "--no-textconv")
+_NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
+SUBCOMMAND_FLAGS: dict[str, tuple[str, ...]] = {
+    **{name: _NO_DRIVERS for name in ("diff", "log", "show", "whatchanged", "format-patch", "range-diff")},
+    "blame": ("--no-textconv",),
+    "annotate": ("--no-textconv",),
+}
 
 _FILTER_KEYS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
 TIMEOUT_S = 10.0
@@ -119,7 +126,19 @@ def git_command(cwd: str | os.PathLike[str], *args: str, git: str | None = None,
         if drivers:
             extra = [(f"filter.{d}.{k}", v) for d in drivers for k, v in _FILTER_KEYS]
             env = safe_env(base_env, (*OVERRIDES, *extra))
-    return GitCommand([exe, "--no-pager", "-C", os.fspath(cwd), *args], env)
+    return GitCommand([exe, "--no-pager", "-C", os.fspath(cwd), *_with_flags(args)], env)
+
+
+def _with_flags(args: Sequence[str]) -> list[str]:
+    """``args`` with :data:`SUBCOMMAND_FLAGS` inserted after the sub-command (found past the
+    global options; ``-c KEY=VALUE`` and ``-C DIR`` take a value)."""
+    out = list(args)
+    i = 0
+    while i < len(out) and out[i].startswith("-"):
+        i += 2 if out[i] in ("-c", "-C") else 1
+    if i < len(out):
+        out[i + 1:i + 1] = SUBCOMMAND_FLAGS.get(out[i], ())
+    return out
 
 
 def run_git(cwd: str | os.PathLike[str], *args: str, timeout: float = TIMEOUT_S, stdin: bytes | None = None,

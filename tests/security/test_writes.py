@@ -298,11 +298,22 @@ def test_an_embedded_bare_repository_is_not_used(tmp_path: Path, monkeypatch: py
     bare.parent.mkdir()
     subprocess.run(["git", "clone", "-q", "--bare", str(src), str(bare)], check=True, capture_output=True,
                    timeout=60, env={**os.environ, "HOME": str(tmp_path / "git-home")})
+    # Found by discovery from inside it, with a work tree of its choosing: git would read an
+    # index there and run the fsmonitor (and the rest) it configures.
     with open(bare / "config", "a") as f:
-        f.write(f"[core]\n\tfsmonitor = \"touch {marks}/bare-fsmonitor; false\"\n")
+        f.write(f"[core]\n\tbare = false\n\tworktree = {src}\n"
+                f"\tfsmonitor = \"touch {marks}/bare-fsmonitor; false\"\n")
+    subprocess.run(["git", "--git-dir", str(bare), "read-tree", "HEAD"], check=True, capture_output=True,
+                   timeout=60, env={**os.environ, "HOME": str(tmp_path / "git-home")})
+    for p in marks.iterdir():
+        p.unlink()
     monkeypatch.setenv("HOME", str(tmp_path / "git-home"))
     assert probe(str(bare)) is None
     assert sorted(p.name for p in marks.iterdir()) == []
+    # The same folder is live for plain git (else this proves nothing).
+    subprocess.run(["git", "diff", "--numstat", "HEAD"], cwd=bare, capture_output=True, timeout=60,
+                   env={**os.environ, "HOME": str(tmp_path / "git-home")})
+    assert "bare-fsmonitor" in {p.name for p in marks.iterdir()}
 
 
 def test_the_tui_probe_does_not_read_through_planted_untracked_links(tmp_path: Path,
@@ -327,3 +338,28 @@ def test_the_tui_probe_does_not_read_through_planted_untracked_links(tmp_path: P
     assert box, "the probe hung reading an untracked link or FIFO"
     state = box[0]
     assert state is not None and state.added == 2  # type: ignore[attr-defined]
+
+
+GIT_COMMANDS = (("status",), ("diff", "HEAD"), ("diff", "--stat", "HEAD"), ("log", "-p", "-2"),
+                ("show", "HEAD"), ("ls-files", "--others"), ("add", "-A"), ("write-tree",))
+
+
+def test_every_git_through_gitsafe_runs_nothing_the_checkout_configures(tmp_path: Path) -> None:
+    """The same commands, plain and through ``cox.gitsafe``: plain git runs the planted programs
+    (fsmonitor, filters, the diff driver, hooks); the safe one runs none, and still answers."""
+    from cox.gitsafe import run_git
+
+    home = tmp_path / "git-home"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, "HOME": str(home)}
+    safe, plain = tmp_path / "safe", tmp_path / "plain"
+    for ws in (safe, plain):
+        ws.mkdir()
+        hostile_repo(ws, tmp_path / f"marks-{ws.name}")
+    (safe / "tracked.txt").write_text("tracked, changed\n")
+    for args in GIT_COMMANDS:
+        subprocess.run(["git", *args], cwd=plain, env=env, capture_output=True, timeout=60)
+        proc = run_git(safe, *args, base_env=env)
+        assert proc is not None and proc.returncode == 0, (args, proc and proc.stderr)
+    ran = {p.name for p in (tmp_path / "marks-plain").iterdir()}
+    assert {"fsmonitor", "clean", "process", "diff-command", "hook-post-index-change"} <= ran, sorted(ran)
+    assert sorted(p.name for p in (tmp_path / "marks-safe").iterdir()) == []

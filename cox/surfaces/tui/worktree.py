@@ -14,7 +14,7 @@ import os
 import stat
 from dataclasses import dataclass
 
-from cox.gitsafe import DIFF_FLAGS, run_git
+from cox.gitsafe import run_git
 
 TIMEOUT_S = 5.0
 UNTRACKED_FILES = 200  # untracked files whose lines count as added, at most
@@ -59,10 +59,10 @@ def probe(cwd: str) -> GitState | None:
         branch = (_git(cwd, "rev-parse", "--short", "HEAD") or "").strip() or "HEAD"
     added = removed = 0
     # diff reads file contents: the repository's filter drivers are blanked too (filters=True).
-    stats = [_git(cwd, "diff", *DIFF_FLAGS, "--numstat", "HEAD", filters=True)]
+    stats = [_git(cwd, "diff", "--numstat", "HEAD", filters=True)]
     if stats[0] is None:  # no commit yet: what is staged and what is not
-        stats = [_git(cwd, "diff", *DIFF_FLAGS, "--numstat", "--cached", filters=True),
-                 _git(cwd, "diff", *DIFF_FLAGS, "--numstat", filters=True)]
+        stats = [_git(cwd, "diff", "--numstat", "--cached", filters=True),
+                 _git(cwd, "diff", "--numstat", filters=True)]
     for text in stats:
         for line in (text or "").splitlines():
             a, _, rest = line.partition("\t")
