@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal, overload
 
-__all__ = ["Folder", "LinkInTheWay", "open_append", "remove_file", "write_atomic"]
+__all__ = ["Folder", "LinkInTheWay", "open_append", "remove_file", "temp_name", "write_atomic"]
 
 # O_PATH: a folder the user may only traverse (no read permission) can still be stepped through.
 _DIR = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
@@ -117,7 +117,7 @@ class Folder:
         """A new file holding ``data`` beside ``name``, created exclusively under a random name
         (returned). ``mode``: its exact permission bits; else ``new_mode`` minus the umask."""
         while True:
-            tmp = f".{name[:NAME_KEEP]}.{os.urandom(4).hex()}{suffix}"
+            tmp = temp_name(name, suffix)
             try:
                 fd = os.open(tmp, _NEW, new_mode, dir_fd=self.fd)
                 break
@@ -183,6 +183,12 @@ class Folder:
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def temp_name(name: str, suffix: str) -> str:
+    """A random hidden name beside ``name`` (``.NAME.<8 hex><suffix>``). Only for an operation
+    that fails when the name exists (``O_EXCL``, ``link``, ``symlink``), never for a plain open."""
+    return f".{name[:NAME_KEEP]}.{os.urandom(4).hex()}{suffix}"
 
 
 def _is_link(fd: int, name: str) -> bool:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cox.atomic import Folder, LinkInTheWay, remove_file
+from cox.atomic import Folder, LinkInTheWay, remove_file, temp_name
 from cox.log import get_logger
 
 from . import archive, db
@@ -520,7 +520,7 @@ class Checkpointer:
             return
         with Folder(target.parent, follow=False, create=True) as folder:
             if mode is not None and stat.S_ISLNK(mode):
-                tmp = f".{target.name[:200]}.{os.urandom(4).hex()}.cox-rewind"
+                tmp = temp_name(target.name, ".cox-rewind")
                 folder.symlink(os.fsdecode(data), tmp)  # symlink() never follows: exclusive
                 try:
                     folder.replace(tmp, target.name)

@@ -26,7 +26,7 @@ import os
 import stat
 from pathlib import Path
 
-from cox.atomic import Folder
+from cox.atomic import Folder, temp_name
 
 from .errors import PatchApplyError
 from .plan import PatchPlan
@@ -74,7 +74,7 @@ def _backup(folder: Folder, name: str) -> str | None:
     st = folder.entry(name)
     if st is None:
         return None
-    backup = f".{name[:200]}.{os.urandom(4).hex()}.cox-old"
+    backup = temp_name(name, ".cox-old")
     try:
         folder.hard_link(name, backup)
     except OSError:
