@@ -104,6 +104,32 @@ def test_a_target_link_out_of_the_workspace_is_refused(attack) -> None:  # type:
     assert (attack.workspace / "link.txt").is_symlink()
 
 
+def test_the_file_tools_never_plant_git_config_hooks_or_cox_config(attack) -> None:  # type: ignore[no-untyped-def]
+    """Even in bypassPermissions: the file tools run outside the sandbox, so they keep the
+    sandbox's read-only places read-only themselves, a link into them included."""
+    marks = attack.base / "marks"
+    hostile_repo(attack.workspace, marks)  # a real repository (its own config already hostile)
+    config = (attack.workspace / ".git" / "config").read_text()
+    _link(attack, "notes.txt", attack.workspace / ".git" / "config")
+    evil = f'[core]\n\tfsmonitor = "touch {marks}/planted"\n'
+    out = attack.run([
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": ".git/config", "content": evil}}]},
+        {"tool_calls": [{"id": "w2", "name": "write", "input": {"path": "notes.txt", "content": evil}}]},
+        {"tool_calls": [{"id": "w3", "name": "write", "input": {"path": ".git/hooks/pre-commit",
+                                                                "content": f"#!/bin/sh\ntouch {marks}/planted\n"}}]},
+        {"tool_calls": [{"id": "e1", "name": "edit", "input": {"path": ".git/config", "old_string": "[core]",
+                                                               "new_string": evil}}]},
+        {"tool_calls": [{"id": "p1", "name": "apply_patch", "input": {"patch": (
+            "*** Begin Patch\n*** Add File: .cox/config.toml\n+[core]\n+provider = 'x'\n*** End Patch\n")}}]},
+        {"text": "done"}], args=("--permission-mode", "bypassPermissions"))
+    assert out.result["subtype"] == "success", out.proc.stderr
+    assert [r["status"] for r in out.results()] == ["error"] * 5, out.results()
+    assert (attack.workspace / ".git" / "config").read_text() == config
+    assert not (attack.workspace / ".git" / "hooks" / "pre-commit").exists() or \
+        "planted" not in (attack.workspace / ".git" / "hooks" / "pre-commit").read_text()
+    assert not (attack.workspace / ".cox").exists()
+
+
 # -- 2. rewind through planted links ---------------------------------------------------------------
 
 

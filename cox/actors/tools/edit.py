@@ -24,6 +24,7 @@ from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import ToolEnv, ToolInputError
 from .files import BINARY_SNIFF, PathTool, display, resolve
+from .protected import check_writable
 
 MAX_CANDIDATES = 3
 MAX_CANDIDATE_LINES = 8  # lines shown of each candidate window
@@ -213,6 +214,7 @@ class EditTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
+        check_writable(path, env.roots)
         old, new = call.input.get("old_string"), call.input.get("new_string")
         if not isinstance(old, str) or not isinstance(new, str):
             raise ToolInputError("'old_string' and 'new_string' must be strings")

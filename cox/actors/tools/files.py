@@ -11,6 +11,7 @@ from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
 from .images import read_image
+from .protected import check_writable
 
 BINARY_SNIFF = 8192
 
@@ -40,7 +41,14 @@ class PathTool(BaseTool):
             return str(call_input.get("path", ""))
 
     def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
-        return [] if self.risk(call.input) is Risk.READ_ONLY else [resolve(call.input, env)]
+        if self.risk(call.input) is Risk.READ_ONLY:
+            return []
+        path = resolve(call.input, env)
+        try:
+            check_writable(path, env.roots)
+        except ToolInputError:
+            return []  # the call refuses it: there is nothing to save first
+        return [path]
 
 
 class ReadTool(PathTool):
@@ -109,6 +117,7 @@ class WriteTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
+        check_writable(path, env.roots)
         content = call.input.get("content")
         if not isinstance(content, str):
             raise ToolInputError("'content' must be a string")
