@@ -389,3 +389,23 @@ def test_every_git_through_gitsafe_runs_nothing_the_checkout_configures(tmp_path
     ran = {p.name for p in (tmp_path / "marks-plain").iterdir()}
     assert {"fsmonitor", "clean", "process", "diff-command", "hook-post-index-change"} <= ran, sorted(ran)
     assert sorted(p.name for p in (tmp_path / "marks-safe").iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    (("diff", "--numstat", "HEAD"), ["diff", "--no-ext-diff", "--no-textconv", "--numstat", "HEAD"]),
+    (("-c", "core.quotepath=off", "log", "-p"), ["-c", "core.quotepath=off", "log", "--no-ext-diff", "--no-textconv",
+                                                 "-p"]),
+    (("-C", "sub", "blame", "f"), ["-C", "sub", "blame", "--no-textconv", "f"]),
+    (("ls-files", "-z"), ["ls-files", "-z"]),
+    (("--version",), ["--version"]),
+])
+def test_diffing_subcommands_get_the_driver_flags_after_their_name(args: tuple[str, ...], want: list[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from cox.gitsafe import git_command
+
+    monkeypatch.setenv("GIT_DIR", "/elsewhere/.git")  # cox started from a hook: not inherited
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.fsmonitor=touch /tmp/x'")
+    cmd = git_command("/", *args, git="/usr/bin/git", filters=False)
+    assert cmd is not None and cmd.argv == ["/usr/bin/git", "--no-pager", "-C", "/", *want]
+    assert "GIT_DIR" not in cmd.env and "GIT_CONFIG_PARAMETERS" not in cmd.env
+    assert cmd.env["GIT_CONFIG_KEY_0"] == "core.fsmonitor" and cmd.env["GIT_CONFIG_VALUE_0"] == "false"
