@@ -16,7 +16,9 @@ So every write here, for edited files, rewinds, the archive, the rollout and cox
   never written through, and a hard link elsewhere keeps the old bytes. A reader sees the old
   bytes or the new ones, never half of either; the temporary file is removed if anything fails.
 
-Appends (the rollout, logs) open with ``O_NOFOLLOW`` (:func:`open_append`).
+Appends (the rollout, logs) open with ``O_NOFOLLOW`` (:func:`open_append`); a file about to be
+rewritten (``edit``, a patch) is read the same way (:func:`read_file`), so a link swapped in after
+the path was confined cannot pull another file's bytes into the workspace.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal, overload
 
-__all__ = ["Folder", "LinkInTheWay", "open_append", "remove_file", "temp_name", "write_atomic"]
+__all__ = ["Folder", "LinkInTheWay", "open_append", "read_file", "remove_file", "temp_name", "write_atomic"]
 
 # O_PATH: a folder the user may only traverse (no read permission) can still be stepped through.
 _DIR = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
@@ -38,15 +40,16 @@ NAME_KEEP = 200  # characters of the target's name kept in a temporary name (nam
 
 
 class LinkInTheWay(OSError):
-    """A folder on the way to a file is a symlink, and the write was asked not to follow one."""
+    """A symlink where cox will not follow one: a folder on the way to a file it writes or
+    removes (strict mode), or the file it reads to rewrite."""
 
     def __init__(self, link: Path, path: Path) -> None:
         try:
             to = f" (to {os.readlink(link)})"
         except OSError:
             to = ""
-        super().__init__(errno.ELOOP, f"{link} is a symlink{to}: cox does not follow a link on the way to "
-                                      "a file it writes or removes")
+        super().__init__(errno.ELOOP, f"{link} is a symlink{to}: cox does not write, rewrite or remove a "
+                                      "file through a link it did not resolve itself")
         self.link = link
         self.path = path
 
@@ -136,6 +139,20 @@ class Folder:
             raise
         return tmp
 
+    def read(self, name: str) -> bytes:
+        """The bytes of the regular file ``name`` (``O_NOFOLLOW``: a link there is an error, and
+        so is a FIFO or a device, which could block or never end)."""
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
+        except OSError as e:
+            if e.errno == errno.ELOOP and _is_link(self.fd, name):
+                raise LinkInTheWay(self.path / name, self.path / name) from None
+            raise
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise OSError(errno.EINVAL, f"{self.path / name} is not a regular file")
+            return f.read()
+
     def replace(self, src: str, dst: str) -> None:
         """Rename ``src`` over ``dst`` (a link at ``dst`` is replaced, not followed)."""
         os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
@@ -209,6 +226,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
     p = Path(path)
     with Folder(p.parent, follow=follow, create=make_parents) as folder:
         folder.write(p.name, data, mode=mode, keep_mode=keep_mode, new_mode=new_mode, fsync=fsync, suffix=suffix)
+
+
+def read_file(path: str | os.PathLike[str], *, follow: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` as a writer about to replace it sees them: no link
+    at the name, and with ``follow=False`` (the default) none on the way either."""
+    p = Path(path)
+    with Folder(p.parent, follow=follow) as folder:
+        return folder.read(p.name)
 
 
 def remove_file(path: str | os.PathLike[str], *, follow: bool = False) -> None:

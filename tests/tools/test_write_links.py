@@ -292,3 +292,38 @@ def test_edit_refuses_a_fifo_instead_of_blocking_on_it(ws: Path) -> None:
     t.join(30)  # only a hang reaches this bound
     assert box, "edit blocked reading a FIFO"
     assert not box[0].ok and "not a regular file" in box[0].visible
+
+
+def test_edit_does_not_read_a_file_swapped_for_a_link_after_confinement(ws: Path, outside: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race the other way: ``a.txt`` was confined as a file, then swapped for a link to a
+    secret. Reading through it would copy the secret into the workspace (and into the diff the
+    model sees); the edit refuses instead."""
+    import cox.actors.tools.edit as edit_module
+
+    (ws / "a.txt").write_text("export\n")
+    real_resolve = edit_module.resolve
+
+    def racing(call_input, tool_env, key="path"):  # type: ignore[no-untyped-def]
+        path = real_resolve(call_input, tool_env, key)
+        (ws / "a.txt").unlink()
+        (ws / "a.txt").symlink_to(outside)
+        return path
+
+    monkeypatch.setattr(edit_module, "resolve", racing)
+    res = edit(ws, "a.txt", "export", "owned")
+    assert not res.ok and "nothing was changed" in res.visible
+    assert "PATH" not in res.visible  # not a byte of the secret
+    assert os.path.islink(ws / "a.txt") and outside.read_text() == SECRET
+
+
+def test_a_patch_reads_no_file_through_a_link(ws: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cox.actors.tools.patch import apply_patch as apply_text
+
+    (ws / "a.txt").write_text("export\n")
+    (ws / "a.txt").unlink()
+    (ws / "a.txt").symlink_to(outside)
+    text = "*** Begin Patch\n*** Update File: a.txt\n@@\n-export PATH=/usr/bin  # the user's own\n+x\n*** End Patch\n"
+    with pytest.raises(Exception, match="Failed to read"):
+        apply_text(text, lambda raw: ws / raw)  # a resolver that (wrongly) lets the link through
+    assert outside.read_text() == SECRET

@@ -124,12 +124,6 @@ def _file_mode(st: os.stat_result) -> int:
     return stat.S_IFREG | stat.S_IMODE(st.st_mode)
 
 
-def _read_nofollow(dir_fd: int, name: str) -> bytes:
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    with os.fdopen(fd, "rb") as f:
-        return f.read()
-
-
 class Checkpointer:
     """Pre-images and snapshots for one workspace root, written to cox.db and the archive."""
 
@@ -312,7 +306,7 @@ class Checkpointer:
             with Folder(path.parent, follow=False) as folder:
                 name, fd = path.name, folder.fd
                 return self._row(rel, lambda: os.stat(name, dir_fd=fd, follow_symlinks=False),
-                                 lambda: _read_nofollow(fd, name), lambda: os.readlink(name, dir_fd=fd))
+                                 lambda: folder.read(name), lambda: os.readlink(name, dir_fd=fd))
         except (LinkInTheWay, FileNotFoundError):
             return _Row(rel, "created")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cox.atomic import LinkInTheWay, write_atomic
+from cox.atomic import LinkInTheWay, read_file, write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import ToolEnv, ToolInputError
@@ -232,7 +232,10 @@ class EditTool(PathTool):
             return ToolResult.error(f"{where} does not exist; use write to create it")
         if not path.is_file():  # a FIFO or a device would block or never end the read
             return ToolResult.error(f"{where} is not a regular file; edit works on text files")
-        decoded = decode(path.read_bytes())
+        try:
+            decoded = decode(read_file(path))  # no link followed: the bytes of the file we replace
+        except LinkInTheWay as exc:
+            return ToolResult.error(f"{exc}; nothing was changed")
         if decoded is None:
             return ToolResult.error(f"{where} is a binary file; edit works on text files")
         norm = Normalised(decoded.text)

@@ -80,10 +80,7 @@ def _backup(folder: Folder, name: str) -> str | None:
     except OSError:
         if not stat.S_ISREG(st.st_mode):
             raise
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder.fd)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
-        backup = folder.temp(name, data, mode=stat.S_IMODE(st.st_mode), suffix=".cox-old")
+        backup = folder.temp(name, folder.read(name), mode=stat.S_IMODE(st.st_mode), suffix=".cox-old")
     return backup
 
 
