@@ -34,7 +34,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["OVERRIDES", "GitCommand", "filter_drivers", "git_command", "run_git", "safe_env"]
+__all__ = ["OVERRIDES", "GitCommand", "filter_drivers", "find_git", "git_command", "run_git", "safe_env"]
 
 OVERRIDES: tuple[tuple[str, str], ...] = (
     ("core.fsmonitor", "false"),
@@ -78,6 +78,13 @@ class GitCommand:
     env: dict[str, str]
 
 
+def find_git(path: str | None = None) -> str | None:
+    """The git on ``path`` (default ``$PATH``), searching absolute folders only: an empty or
+    relative entry would make the current folder (a workspace that ships its own ``git``) count."""
+    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    return shutil.which("git", path=os.pathsep.join(e for e in entries if os.path.isabs(e)))
+
+
 def safe_env(base: Mapping[str, str] | None = None,
              config: Sequence[tuple[str, str]] = OVERRIDES) -> dict[str, str]:
     """``base`` (default ``os.environ``) without any ``GIT_*`` variable, with ``config`` as
@@ -117,7 +124,7 @@ def git_command(cwd: str | os.PathLike[str], *args: str, git: str | None = None,
     """``git --no-pager -C cwd ARGS`` made safe for an untrusted checkout, or None without git.
     ``filters=False`` skips looking up filter drivers (one ``git config`` process) for commands
     that never read file contents (``ls-files``, ``check-ignore``, ``rev-parse``)."""
-    exe = git or shutil.which("git")
+    exe = git or find_git()
     if exe is None:
         return None
     env = safe_env(base_env)

@@ -409,3 +409,28 @@ def test_diffing_subcommands_get_the_driver_flags_after_their_name(args: tuple[s
     assert cmd is not None and cmd.argv == ["/usr/bin/git", "--no-pager", "-C", "/", *want]
     assert "GIT_DIR" not in cmd.env and "GIT_CONFIG_PARAMETERS" not in cmd.env
     assert cmd.env["GIT_CONFIG_KEY_0"] == "core.fsmonitor" and cmd.env["GIT_CONFIG_VALUE_0"] == "false"
+
+
+def test_a_git_shipped_in_the_workspace_is_never_the_git_cox_runs(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty PATH entry means the current folder: a repository's own ``git`` script would run.
+    cox looks in absolute folders only (the probe, the listings, the checkpoints)."""
+    from cox.actors.store.checkpoint_git import which_git
+    from cox.surfaces.tui.worktree import probe
+
+    ws, marks = tmp_path / "ws", tmp_path / "marks"
+    ws.mkdir()
+    marks.mkdir()
+    _git(ws, "init", "-q")
+    fake = ws / "git"
+    fake.write_text(f"#!/bin/sh\ntouch {marks}/fake-git\n")
+    fake.chmod(0o755)
+    monkeypatch.chdir(ws)
+    monkeypatch.setenv("PATH", ":" + os.environ["PATH"])  # the empty entry first
+    monkeypatch.setenv("HOME", str(tmp_path / "git-home"))
+    import shutil
+
+    assert shutil.which("git") == "git"  # the trap is live for a plain lookup
+    assert which_git() not in (None, "git") and os.path.isabs(which_git() or "")
+    assert probe(str(ws)) is not None
+    assert sorted(p.name for p in marks.iterdir()) == []

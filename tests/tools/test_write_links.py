@@ -327,3 +327,21 @@ def test_a_patch_reads_no_file_through_a_link(ws: Path, outside: Path, monkeypat
     with pytest.raises(Exception, match="Failed to read"):
         apply_text(text, lambda raw: ws / raw)  # a resolver that (wrongly) lets the link through
     assert outside.read_text() == SECRET
+
+
+def test_links_inside_the_workspace_still_work(tmp_path: Path, ws: Path) -> None:
+    """Confinement resolves links that stay inside the workspace (a folder alias, a workspace
+    reached through a link): the write lands at the real path, through real folders only."""
+    (ws / "real").mkdir()
+    (ws / "alias").symlink_to("real")
+    assert write(ws, "alias/x.txt", "x\n").ok
+    assert (ws / "real" / "x.txt").read_text() == "x\n"
+    (tmp_path / "ws-link").symlink_to(ws)
+    linked = ToolEnv(roots=[tmp_path / "ws-link"], cwd=tmp_path / "ws-link", cancel=CancelScope())
+    res = WriteTool().call(ToolCall(id="t", name="write", input={"path": "y.txt", "content": "y\n"}), linked)
+    assert res.ok, res.visible
+    assert (ws / "y.txt").read_text() == "y\n"
+    res = EditTool().call(ToolCall(id="t", name="edit", input={"path": "alias/x.txt", "old_string": "x",
+                                                               "new_string": "z"}), linked)
+    assert res.ok, res.visible
+    assert (ws / "real" / "x.txt").read_text() == "z\n"

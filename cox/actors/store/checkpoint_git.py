@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -38,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cox.atomic import open_append, write_atomic
-from cox.gitsafe import safe_env
+from cox.gitsafe import find_git, safe_env
 
 try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
     import fcntl
@@ -350,5 +349,6 @@ class PrivateRepo:
 
 
 def which_git(path: str | None = None) -> str | None:
-    """The git executable on PATH (or on ``path``), or None."""
-    return shutil.which("git", path=path)
+    """The git executable on PATH (or on ``path``), or None; absolute folders only
+    (``cox.gitsafe.find_git``)."""
+    return find_git(path)
