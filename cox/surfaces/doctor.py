@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
     home = cox_home(env)
     try:
         home.mkdir(parents=True, exist_ok=True)
-        probe = home / ".doctor-probe"
-        probe.write_text("ok")
-        probe.unlink()
+        # Exclusive and randomly named (mkstemp): a link left at a fixed name is never written through.
+        fd, probe = tempfile.mkstemp(dir=home, prefix=".doctor-probe-")
+        os.close(fd)
+        os.unlink(probe)
         rows.append(("ok", "cox home", str(home)))
     except OSError as exc:
         rows.append(("fail", "cox home", f"{home} is not writable ({exc.strerror}); set COX_HOME to a folder you own"))

@@ -132,11 +132,13 @@ class Attack:
                 os.lchown(os.path.join(dirpath, name), self.uid, self.gid or self.uid)
 
     def run(self, replies: list[dict[str, Any]], *, args: tuple[str, ...] = (), config: str | None = None,
-            env: dict[str, str] | None = None, prompt: str = "go", timeout: float = 90,
-            output_format: str = "stream-json") -> Outcome:
+            env: dict[str, str] | None = None, prompt: str | None = "go", timeout: float = 90,
+            output_format: str = "stream-json", stdin: str | None = None) -> Outcome:
         """One ``cox run --approve never --output-format stream-json`` with ``replies`` as the model.
         ``config`` is written to ``$COX_HOME/config.toml``; ``env`` adds variables. With
-        ``output_format="text"`` stdout is left unparsed (``lines`` stays empty)."""
+        ``output_format="text"`` stdout is left unparsed (``lines`` stays empty). ``stdin`` is
+        fed to cox (Submissions, with ``--input-format stream-json`` in ``args``; ``prompt``
+        None leaves ``-p`` out)."""
         script = self.base / "script.json"
         script.write_text(json.dumps({"model": "scripted", "replies": replies}))
         if config is not None:
@@ -148,12 +150,14 @@ class Attack:
                           "CLAUDE_CONFIG_DIR": str(self.home / ".claude"),  # ~/.claude of this home
                           "PYTHONPATH": str(Path(cox.__file__).resolve().parents[1]),
                           **(env or {})})
-        argv = [sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script), "-p", prompt,
+        argv = [sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script),
+                *(("-p", prompt) if prompt is not None else ()),
                 "--approve", "never", "--output-format", output_format, *args]
         if self.uid is not None:
             argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
         proc = subprocess.run(argv, cwd=self.workspace, env=child_env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+                              timeout=timeout, **({"input": stdin} if stdin is not None else
+                                                  {"stdin": subprocess.DEVNULL}))
         lines = []
         for raw in proc.stdout.splitlines() if output_format != "text" else []:
             if raw.strip():

@@ -3,7 +3,6 @@ seek passes, all-or-nothing refusals, confinement, line endings and parse errors
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from cox.actors.tools.patch import (
     seek_sequence,
     writer,
 )
+from cox.atomic import Folder
 from cox.policy.paths import confine
 
 
@@ -439,17 +439,17 @@ def test_failed_replace_puts_back_files_already_replaced(ws: Path, monkeypatch: 
     put(ws, "c.txt", "c\n")
     text = patch("*** Update File: a.txt", "@@", "-a", "+A", "*** Add File: new/n.txt", "+n",
                  "*** Update File: b.txt", "@@", "-b", "+B", "*** Delete File: c.txt")
-    real_replace = os.replace
+    real_replace = Folder.replace
     calls = {"n": 0}
 
-    def flaky(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        if ".cox-new-" in os.fspath(src):
+    def flaky(self: Folder, src: str, dst: str) -> None:
+        if src.endswith(".cox-new"):
             calls["n"] += 1
             if calls["n"] == 3:
                 raise OSError(28, "No space left on device")
-        real_replace(src, dst)
+        real_replace(self, src, dst)
 
-    monkeypatch.setattr(writer.os, "replace", flaky)
+    monkeypatch.setattr(Folder, "replace", flaky)
     before = tree(ws)
     with pytest.raises(PatchApplyError, match="every file was put back"):
         apply(ws, text)
@@ -462,10 +462,10 @@ def test_failed_staging_changes_nothing(ws: Path, monkeypatch: pytest.MonkeyPatc
     put(ws, "a.txt", "a\n")
     real_stage = writer._stage
 
-    def flaky(target: Path, data: bytes, mode: int | None) -> Path:
-        if target.name == "z.txt":
+    def flaky(folder: Folder, name: str, data: bytes, mode: int | None) -> str:
+        if name == "z.txt":
             raise OSError(13, "Permission denied")
-        return real_stage(target, data, mode)
+        return real_stage(folder, name, data, mode)
 
     monkeypatch.setattr(writer, "_stage", flaky)
     with pytest.raises(PatchApplyError, match="no file was changed"):

@@ -40,6 +40,7 @@ import mcp_types
 from mcp import ClientSession, MCPError
 from mcp.shared.message import SessionMessage
 
+from cox.atomic import open_append
 from cox.policy.sandbox import bwrap_argv
 from cox.protocol.interfaces import CancelToken
 from cox.supervisors import CoxActor
@@ -266,7 +267,7 @@ class Connection:
         if self.settings.log_dir is not None:
             with contextlib.suppress(OSError):
                 self.settings.log_dir.mkdir(parents=True, exist_ok=True)
-                self._stderr = open(self.settings.log_dir / f"mcp-{spec.name}.log", "ab")  # noqa: SIM115
+                self._stderr = open_append(self.settings.log_dir / f"mcp-{spec.name}.log")  # O_NOFOLLOW
                 stderr = self._stderr
         return _stdio_transport(argv, child_env(spec.env), cwd, stderr, self._spawned, closed)
 

@@ -6,11 +6,11 @@ in the db. ``cox expand <id> [--lines a-b]`` reads them back.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
 
+from cox.atomic import write_atomic
 from cox.protocol.types import new_ulid
 
 INLINE_MAX = 16 * 1024
@@ -28,13 +28,8 @@ def put(conn: sqlite3.Connection, folder: Path, data: bytes, kind: str = "tool_o
             (archive_id, kind, len(data), data, time.time()),
         )
         return archive_id
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{archive_id}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, folder / archive_id)
+    # Exclusive random temporary name, then a rename: never through a link left in the folder.
+    write_atomic(folder / archive_id, data, fsync=True, make_parents=True)
     conn.execute(
         "INSERT INTO archive (id, kind, size, inline, created_at) VALUES (?,?,?,NULL,?)",
         (archive_id, kind, len(data), time.time()),

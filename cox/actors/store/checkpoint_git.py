@@ -13,7 +13,8 @@ exists to keep that git away from the user's things and the user's things away f
   filters, ``core.autocrlf``) cannot change what is stored. Every inherited ``GIT_*`` variable is
   dropped, so running cox from inside a git hook cannot redirect us to the user's repository.
 - ``core.hooksPath=/dev/null``, ``core.fsmonitor=false`` and ``safe.directory=*`` go on every
-  command line (command-line config wins over anything in a config file).
+  command line (command-line config wins over anything in a config file), and the environment
+  carries ``cox.gitsafe``'s overrides for everything else a config can make git run.
 - ``$GIT_DIR/info/attributes`` (highest precedence) unsets ``text``, ``eol``, ``filter``, ``ident``
   and ``working-tree-encoding`` so a workspace ``.gitattributes`` cannot make the stored blob differ
   from the bytes on disk: a pre-image must restore byte for byte.
@@ -28,13 +29,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from cox.atomic import open_append, write_atomic
+from cox.gitsafe import find_git, safe_env
 
 try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
     import fcntl
@@ -141,8 +144,9 @@ def find_user_repo(root: Path) -> UserRepo | None:
 
 def clean_env(home: Path, path: str | None = None) -> dict[str, str]:
     """The environment every git command runs in: the caller's minus any ``GIT_*`` variable,
-    with config from the user's home and the system switched off."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    with config from the user's home and the system switched off, and ``cox.gitsafe``'s
+    overrides (no fsmonitor, hooks, pager, transport, gpg …) as command-line configuration."""
+    env = safe_env()  # no GIT_* inherited; cox.gitsafe's overrides as command-line config
     if path is not None:
         env["PATH"] = path
     env.update(
@@ -224,16 +228,16 @@ class PrivateRepo:
                 raise GitError(f"git init could not start: {e}") from e
             if proc.returncode != 0:
                 raise GitError(f"git init failed: {proc.stderr.decode('utf-8', 'replace').strip()}")
-            with open(self.git_dir / "config", "a", encoding="utf-8") as f:
+            with open_append(self.git_dir / "config", text=True) as f:
                 f.write(_PRIVATE_CONFIG)
-            (self.git_dir / "workspace-root").write_text(str(self.root) + "\n", encoding="utf-8")
+            write_atomic(self.git_dir / "workspace-root", (str(self.root) + "\n").encode())
         (self.git_dir / "info").mkdir(exist_ok=True)
         attributes = self.git_dir / "info" / "attributes"
         if not attributes.is_file() or attributes.read_text(encoding="utf-8") != _ATTRIBUTES:
-            attributes.write_text(_ATTRIBUTES, encoding="utf-8")
+            write_atomic(attributes, _ATTRIBUTES.encode(), new_mode=0o644)
         exclude, wanted = self.git_dir / "info" / "exclude", self._own_exclude()
         if (exclude.read_text(encoding="utf-8") if exclude.is_file() else "") != wanted:
-            exclude.write_text(wanted, encoding="utf-8")
+            write_atomic(exclude, wanted.encode(), new_mode=0o644)
         self.home.mkdir(exist_ok=True)
         self._ready = True
 
@@ -259,7 +263,7 @@ class PrivateRepo:
             if fcntl is None:  # pragma: no cover
                 yield
                 return
-            with open(self.git_dir / "cox.lock", "a+b") as f:
+            with open_append(self.git_dir / "cox.lock") as f:
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX)
                 try:
                     yield
@@ -345,5 +349,6 @@ class PrivateRepo:
 
 
 def which_git(path: str | None = None) -> str | None:
-    """The git executable on PATH (or on ``path``), or None."""
-    return shutil.which("git", path=path)
+    """The git executable on PATH (or on ``path``), or None; absolute folders only
+    (``cox.gitsafe.find_git``)."""
+    return find_git(path)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cox.atomic import Folder, LinkInTheWay, remove_file, temp_name
 from cox.log import get_logger
 
 from . import archive, db
@@ -297,12 +298,26 @@ class Checkpointer:
 
     def _pre_image_row(self, rel: str, follow: bool) -> _Row | None:
         path = self._abs(rel)
+        if follow:
+            return self._row(rel, lambda: os.stat(path), path.read_bytes, lambda: os.readlink(path))
+        # A rewind records what stands at the path itself, reached through real folders only: a
+        # folder swapped for a link since is not read through (there is no file of ours there).
         try:
-            st = os.stat(path) if follow else os.lstat(path)
+            with Folder(path.parent, follow=False) as folder:
+                name, fd = path.name, folder.fd
+                return self._row(rel, lambda: os.stat(name, dir_fd=fd, follow_symlinks=False),
+                                 lambda: folder.read(name), lambda: os.readlink(name, dir_fd=fd))
+        except (LinkInTheWay, FileNotFoundError):
+            return _Row(rel, "created")
+
+    def _row(self, rel: str, lstat: Callable[[], os.stat_result], read: Callable[[], bytes],
+             readlink: Callable[[], str]) -> _Row | None:
+        try:
+            st = lstat()
         except FileNotFoundError:
             return _Row(rel, "created")
         if stat.S_ISLNK(st.st_mode):
-            target = os.fsencode(os.readlink(path))
+            target = os.fsencode(readlink())
             return _Row(rel, "pre", self._put(target), len(target), stat.S_IFLNK)
         if stat.S_ISDIR(st.st_mode):
             return None
@@ -311,7 +326,7 @@ class Checkpointer:
         mode = _file_mode(st)
         if st.st_size > self.too_big:
             return _Row(rel, "pre", None, st.st_size, mode, too_big=True)
-        data = path.read_bytes()
+        data = read()
         if len(data) > self.too_big:
             return _Row(rel, "pre", None, len(data), mode, too_big=True)
         return _Row(rel, "pre", self._put(data), len(data), mode)
@@ -419,6 +434,10 @@ class Checkpointer:
             skipped: dict[str, str] = {}
             for rel, (kind, archive_id, mode, too_big) in sorted(earliest.items()):
                 target = self._abs(rel)
+                linked = self._link_on_the_way(target, plan)
+                if linked is not None:
+                    skipped[rel] = linked
+                    continue
                 if kind == "created":
                     if os.path.lexists(target):
                         if os.path.isdir(target) and not os.path.islink(target):
@@ -485,26 +504,44 @@ class Checkpointer:
     @staticmethod
     def _write_back(target: Path, data: bytes | None, mode: int | None) -> None:
         """Remove the file (``data`` None), recreate a symlink, or write the bytes atomically with
-        the recorded permission bits. A symlink standing where a regular file was is replaced,
-        never written through: the recorded path was a file (named files are recorded under
-        their resolved path)."""
+        the recorded permission bits. Nothing planted since the checkpoint is followed
+        (``cox.atomic``, strict): a symlink standing where the file was is itself replaced or
+        removed, never written through or its target deleted (the recorded path was a file:
+        named files are recorded under their resolved path), and a folder on the way that is now
+        a symlink refuses the write (:class:`LinkInTheWay`)."""
         if data is None:
-            os.unlink(target)
+            remove_file(target, follow=False)
             return
-        if mode is not None and stat.S_ISLNK(mode):
-            if os.path.lexists(target):
-                os.unlink(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(os.fsdecode(data), target)
-            return
-        perm = stat.S_IMODE(mode) if mode is not None else 0o644
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.cox-rewind-{os.getpid()}")
+        with Folder(target.parent, follow=False, create=True) as folder:
+            if mode is not None and stat.S_ISLNK(mode):
+                tmp = temp_name(target.name, ".cox-rewind")
+                folder.symlink(os.fsdecode(data), tmp)  # symlink() never follows: exclusive
+                try:
+                    folder.replace(tmp, target.name)
+                except BaseException:
+                    folder.remove(tmp)
+                    raise
+                return
+            perm = stat.S_IMODE(mode) if mode is not None else 0o644
+            folder.write(target.name, data, mode=perm, suffix=".cox-rewind")
+
+    def _link_on_the_way(self, target: Path, plan: list[tuple[str, str | None, int | None]]) -> str | None:
+        """Why ``target`` cannot be restored when a folder on its way is now a symlink (planted
+        after the checkpoint: recorded paths never go through one), else None. A link the plan
+        replaces first (sorted order: ``sub`` before ``sub/a.txt``) does not count; the write
+        checks again."""
         try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, perm)
-            os.replace(tmp, target)
-        finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
+            Folder(target.parent, follow=False).close()
+        except LinkInTheWay as e:
+            if any(rel == self._rel_lexical(e.link) for rel, _, _ in plan):
+                return None
+            return f"{e.strerror}; it was not restored through it"
+        except OSError:
+            pass  # a missing folder is made again by the write
+        return None
+
+    def _rel_lexical(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)

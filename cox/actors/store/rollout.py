@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from cox.atomic import open_append
+
 
 class RolloutWriter:
     """Appends lines to one rollout file. Not thread-safe: the store actor is its only user."""
@@ -20,7 +22,8 @@ class RolloutWriter:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        # O_NOFOLLOW, mode 0600: a link left at the rollout's name is refused, not appended through.
+        self._file: IO[str] | None = open_append(path, text=True)
         # A torn last line from a killed process must not glue onto the next event.
         if path.stat().st_size > 0:
             with open(path, "rb") as f:

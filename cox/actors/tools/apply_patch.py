@@ -1,6 +1,7 @@
 """The ``apply_patch`` tool: Codex's patch format, checked whole, applied all-or-nothing.
 
-Every path passes ``policy.paths.confine`` (relative paths from the session's cwd, or from the
+Every path passes ``policy.paths.confine`` and ``protected.check_writable`` (no ``.git``, ``.cox``
+or ``COX_HOME`` file is touched; relative paths from the session's cwd, or from the
 ``workdir`` a rerouted ``cd DIR && apply_patch <<'EOF'`` shell line named). The model sees
 Codex's summary plus a unified diff kept short; the full diff goes to ``meta["diff"]`` for the
 surfaces. A bad patch is an error result naming the file, the hunk and what the file really
@@ -16,6 +17,7 @@ from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
+from .protected import check_writable
 
 if TYPE_CHECKING:
     from .patch import Resolve
@@ -58,7 +60,9 @@ def resolver(env: ToolEnv, workdir: str | None = None) -> Resolve:
     base = confine(workdir, env.roots, cwd=env.cwd, home=env.home) if workdir else env.cwd
 
     def resolve(raw: str) -> Path:
-        return confine(raw, env.roots, cwd=base, home=env.home)
+        path = confine(raw, env.roots, cwd=base, home=env.home)
+        check_writable(path, env.roots)  # every path of a patch is written (or removed)
+        return path
 
     return resolve
 

@@ -8,7 +8,7 @@ whitespace or a line), and a string that is there more than once gets every plac
 The file is matched with ``\\r\\n`` read as ``\\n``, so a model that writes ``\\n`` can edit a
 CRLF file; the bytes around the change are kept exactly, the new text takes the file's line
 ending, and the encoding (UTF-8, with or without BOM, UTF-16 with BOM, else Latin-1 byte for
-byte) is kept. The file is replaced atomically, as ``write`` does.
+byte) is kept. The file is replaced atomically, as ``write`` does, never through a planted link.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cox.atomic import write_atomic
+from cox.atomic import LinkInTheWay, read_file, write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import ToolEnv, ToolInputError
 from .files import BINARY_SNIFF, PathTool, display, resolve
+from .protected import check_writable
 
 MAX_CANDIDATES = 3
 MAX_CANDIDATE_LINES = 8  # lines shown of each candidate window
@@ -182,8 +183,9 @@ def _diff(before: str, after: str, where: str) -> tuple[str, int, int]:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace the existing file ``path`` with ``data``, keeping its permission bits."""
-    write_atomic(path, data, mode=path.stat().st_mode & 0o7777, suffix=".cox-tmp")
+    """Replace the existing file ``path`` with ``data``, keeping its permission bits; no link on
+    the way is followed (``cox.atomic``)."""
+    write_atomic(path, data, keep_mode=True, new_mode=0o666, follow=False, suffix=".cox-tmp")
 
 
 class EditTool(PathTool):
@@ -212,6 +214,7 @@ class EditTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
+        check_writable(path, env.roots)
         old, new = call.input.get("old_string"), call.input.get("new_string")
         if not isinstance(old, str) or not isinstance(new, str):
             raise ToolInputError("'old_string' and 'new_string' must be strings")
@@ -227,7 +230,12 @@ class EditTool(PathTool):
             return ToolResult.error(f"{where} is a folder, not a file")
         if not path.exists():
             return ToolResult.error(f"{where} does not exist; use write to create it")
-        decoded = decode(path.read_bytes())
+        if not path.is_file():  # a FIFO or a device would block or never end the read
+            return ToolResult.error(f"{where} is not a regular file; edit works on text files")
+        try:
+            decoded = decode(read_file(path))  # no link followed: the bytes of the file we replace
+        except LinkInTheWay as exc:
+            return ToolResult.error(f"{exc}; nothing was changed")
         if decoded is None:
             return ToolResult.error(f"{where} is a binary file; edit works on text files")
         norm = Normalised(decoded.text)
@@ -256,7 +264,10 @@ class EditTool(PathTool):
             data = decoded.encode(updated)
         except ToolInputError as exc:
             return ToolResult.error(f"{exc}; nothing was changed")
-        atomic_write(path, data)
+        try:
+            atomic_write(path, data)
+        except LinkInTheWay as exc:
+            return ToolResult.error(f"{exc}; nothing was changed")
         diff, added, removed = _diff(norm.text, updated.replace("\r\n", "\n"), where)
         count = len(starts)
         head = f"edited {where}: {count} replacement{'s' if count > 1 else ''} (+{added} −{removed})"

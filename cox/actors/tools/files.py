@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from cox.atomic import LinkInTheWay, write_atomic
 from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
 from .images import read_image
+from .protected import check_writable
 
 BINARY_SNIFF = 8192
 
@@ -40,7 +41,14 @@ class PathTool(BaseTool):
             return str(call_input.get("path", ""))
 
     def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
-        return [] if self.risk(call.input) is Risk.READ_ONLY else [resolve(call.input, env)]
+        if self.risk(call.input) is Risk.READ_ONLY:
+            return []
+        path = resolve(call.input, env)
+        try:
+            check_writable(path, env.roots)
+        except ToolInputError:
+            return []  # the call refuses it: there is nothing to save first
+        return [path]
 
 
 class ReadTool(PathTool):
@@ -109,15 +117,18 @@ class WriteTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
+        check_writable(path, env.roots)
         content = call.input.get("content")
         if not isinstance(content, str):
             raise ToolInputError("'content' must be a string")
         data = content.encode("utf-8")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.cox-tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
+        if path.is_dir():
+            return ToolResult.error(f"{display(path, env)} is a folder, not a file; nothing was written")
+        try:
+            # Created exclusively under a random name, then renamed over the target: a link
+            # planted at a temporary name, at the target or on the way is never written through.
+            write_atomic(path, data, keep_mode=True, new_mode=0o666, follow=False, make_parents=True,
+                         suffix=".cox-tmp")
+        except LinkInTheWay as exc:
+            return ToolResult.error(f"{exc}; nothing was written")
         return ToolResult(visible=f"wrote {len(data)} bytes to {display(path, env)}", meta={"bytes": len(data)})

@@ -50,7 +50,6 @@ MAX_FILE_BYTES = 50 * 1024 * 1024  # bigger files are skipped by both grep backe
 MAX_LINE_CHARS = 500  # a minified line is clipped in the answer (the match is still counted)
 DEFAULT_MAX_RESULTS = 200
 RG_BATCH_CHARS = 100_000  # command-line bytes of file names per rg run
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_PREFIX")
 
 
 # --- globs --------------------------------------------------------------------------------
@@ -258,15 +257,11 @@ def git_root(folder: Path) -> Path | None:
 
 
 def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes] | None:
-    git = shutil.which("git")
-    if git is None:
-        return None
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    try:
-        return subprocess.run([git, "-c", "core.quotepath=off", *args], cwd=cwd, env=env, input=stdin,
-                              capture_output=True, timeout=60, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
+    """git in the (untrusted) workspace through ``cox.gitsafe``: nothing its config names runs.
+    ls-files and check-ignore read no file contents, so no filter-driver lookup is needed."""
+    from cox.gitsafe import run_git
+
+    return run_git(cwd, "-c", "core.quotepath=off", *args, stdin=stdin, timeout=60, filters=False)
 
 
 def _git_ignored(folder: Path, names: list[str]) -> set[str] | None:

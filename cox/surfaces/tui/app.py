@@ -15,7 +15,6 @@ import queue
 import re
 import signal
 import sqlite3
-import subprocess
 import sys
 import threading
 import time
@@ -907,15 +906,13 @@ class TUI:
             return self._files
         cwd = self.model.status.cwd or os.getcwd()
         files: list[str] = []
-        try:
-            p = subprocess.run(["git", "-C", cwd, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                               capture_output=True, timeout=5)
-            if p.returncode == 0:
-                files = [f for f in p.stdout.decode("utf-8", "replace").split("\0") if f]
-                self._files = sorted(set(files))
-                return self._files
-        except (OSError, subprocess.SubprocessError):
-            pass
+        from cox.gitsafe import run_git  # nothing the repository's git config names may run
+
+        p = run_git(cwd, "ls-files", "--cached", "--others", "--exclude-standard", "-z", timeout=5, filters=False)
+        if p is not None and p.returncode == 0:
+            files = [f for f in p.stdout.decode("utf-8", "replace").split("\0") if f]
+            self._files = sorted(set(files))
+            return self._files
         seen = 0
         for root, dirs, names in os.walk(cwd):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))

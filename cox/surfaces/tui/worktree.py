@@ -4,13 +4,17 @@ uncommitted changes add and remove, and the linked worktree's name when it is on
 
 ``probe`` runs git (a few short commands), so the TUI calls it on a thread of its own, at start
 and after each turn, never per frame. No git, or not a repository: ``None``, and no segment.
+It runs outside the sandbox, in a checkout cox does not trust, so every git goes through
+``cox.gitsafe``: no fsmonitor, hook, filter, diff driver or pager the repository names runs.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
+import stat
 from dataclasses import dataclass
+
+from cox.gitsafe import run_git
 
 TIMEOUT_S = 5.0
 UNTRACKED_FILES = 200  # untracked files whose lines count as added, at most
@@ -33,13 +37,11 @@ class GitState:
         return out
 
 
-def _git(cwd: str, *args: str) -> str | None:
-    try:
-        p = subprocess.run(["git", "-C", cwd, *args], capture_output=True, timeout=TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+def _git(cwd: str, *args: str, filters: bool = False) -> str | None:
+    p = run_git(cwd, *args, timeout=TIMEOUT_S, filters=filters)
+    if p is None or p.returncode != 0:
         return None
-    return p.stdout.decode("utf-8", "replace") if p.returncode == 0 else None
+    return p.stdout.decode("utf-8", "replace")
 
 
 def probe(cwd: str) -> GitState | None:
@@ -56,9 +58,11 @@ def probe(cwd: str) -> GitState | None:
     if not branch:
         branch = (_git(cwd, "rev-parse", "--short", "HEAD") or "").strip() or "HEAD"
     added = removed = 0
-    stats = [_git(cwd, "diff", "--numstat", "HEAD")]
+    # diff reads file contents: the repository's filter drivers are blanked too (filters=True).
+    stats = [_git(cwd, "diff", "--numstat", "HEAD", filters=True)]
     if stats[0] is None:  # no commit yet: what is staged and what is not
-        stats = [_git(cwd, "diff", "--numstat", "--cached"), _git(cwd, "diff", "--numstat")]
+        stats = [_git(cwd, "diff", "--numstat", "--cached", filters=True),
+                 _git(cwd, "diff", "--numstat", filters=True)]
     for text in stats:
         for line in (text or "").splitlines():
             a, _, rest = line.partition("\t")
@@ -74,13 +78,21 @@ def probe(cwd: str) -> GitState | None:
 
 
 def _lines(path: str) -> int:
+    """Lines of an untracked regular file (a link, FIFO or device planted there counts 0: it
+    could point anywhere or never end)."""
     try:
-        if os.path.getsize(path) > UNTRACKED_BYTES:
-            return 0
-        with open(path, "rb") as f:
-            data = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return 0
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > UNTRACKED_BYTES:
+            return 0
+        data = os.read(fd, UNTRACKED_BYTES + 1)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
     if b"\0" in data:
         return 0
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cox.atomic import read_file
+
 from .errors import PatchApplyError
 from .parser import AddFile, DeleteFile, Patch, UpdateFile
 from .text import apply_chunks
@@ -110,8 +112,7 @@ class _Overlay:
             assert data is not None  # callers check kind() first
             return data
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_file(path)  # no link followed on the way or at the name (cox.atomic)
         except OSError as exc:
             raise PatchApplyError(f"Failed to read {raw}: {exc.strerror or exc}", raw) from exc
         self.disk[path] = data

@@ -12,15 +12,21 @@
 
 Backups are needed because a rename destroys the old inode's name; keeping the pre-images in
 memory would not restore permission bits or other links to the same inode.
+
+Every step works in a :class:`cox.atomic.Folder` opened without following links (the paths are
+confined, real paths): temporary and backup files are created exclusively under random names, a
+folder swapped for a symlink since the patch was checked is refused, and a target that became a
+link is replaced or unlinked itself, never written through.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from pathlib import Path
+
+from cox.atomic import Folder, temp_name
 
 from .errors import PatchApplyError
 from .plan import PatchPlan
@@ -28,105 +34,115 @@ from .plan import PatchPlan
 __all__ = ["commit"]
 
 
-def _sibling(path: Path, tag: str) -> Path:
-    return path.with_name(f".{path.name}.cox-{tag}-{os.urandom(4).hex()}")
+class _Folders:
+    """The folders a commit works in, each opened once (and made when missing), all closed at
+    the end; ``made`` lists the folders created, outermost first."""
 
+    def __init__(self) -> None:
+        self.open: dict[Path, Folder] = {}
+        self.made: list[Path] = []
 
-def _makedirs(folder: Path, made: list[Path]) -> None:
-    missing: list[Path] = []
-    for p in [folder, *folder.parents]:
-        if p.is_dir():
-            break
-        missing.append(p)
-    for p in reversed(missing):
-        os.mkdir(p)
-        made.append(p)
+    def get(self, folder: Path, *, create: bool = False) -> Folder:
+        f = self.open.get(folder)
+        if f is None:
+            f = Folder(folder, follow=False, create=create)
+            self.open[folder] = f
+            self.made += f.made
+        return f
+
+    def close(self) -> None:
+        for f in self.open.values():
+            f.close()
+        self.open.clear()
 
 
 def _mode(plan: PatchPlan, target: Path) -> int | None:
     source = plan.mode_from.get(target, target)
     try:
-        return stat.S_IMODE(os.stat(source).st_mode)
+        st = os.stat(source, follow_symlinks=False)
     except OSError:
         return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
-def _stage(target: Path, data: bytes, mode: int | None) -> Path:
-    tmp = _sibling(target, "new")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, like any new file
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
+def _stage(folder: Folder, name: str, data: bytes, mode: int | None) -> str:
+    # 0666 minus the umask for a new file, like any other; the source's bits for an update.
+    return folder.temp(name, data, mode=mode, new_mode=0o666, suffix=".cox-new")
 
 
-def _backup(target: Path) -> Path | None:
-    if not os.path.lexists(target):
+def _backup(folder: Folder, name: str) -> str | None:
+    st = folder.entry(name)
+    if st is None:
         return None
-    backup = _sibling(target, "old")
+    backup = temp_name(name, ".cox-old")
     try:
-        os.link(target, backup)
+        folder.hard_link(name, backup)
     except OSError:
-        shutil.copy2(target, backup)
+        if not stat.S_ISREG(st.st_mode):
+            raise
+        backup = folder.temp(name, folder.read(name), mode=stat.S_IMODE(st.st_mode), suffix=".cox-old")
     return backup
 
 
-def _undo(made: list[Path], staged: dict[Path, Path]) -> None:
-    for tmp in staged.values():
+def _undo(folders: _Folders, staged: dict[Path, tuple[Folder, str]]) -> None:
+    for folder, tmp in staged.values():
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    for folder in reversed(made):
+            folder.remove(tmp)
+    for made in reversed(folders.made):
         with contextlib.suppress(OSError):
-            os.rmdir(folder)
+            os.rmdir(made)
 
 
 def commit(plan: PatchPlan) -> None:
     """Apply ``plan`` to the disk, all or nothing. Raises :class:`PatchApplyError` (after putting
     every file back) when the disk refuses a write."""
-    made: list[Path] = []
-    staged: dict[Path, Path] = {}
+    folders = _Folders()
+    try:
+        _commit(plan, folders)
+    finally:
+        folders.close()
+
+
+def _commit(plan: PatchPlan, folders: _Folders) -> None:
+    staged: dict[Path, tuple[Folder, str]] = {}
     current: Path | None = None
     try:
         for current, data in plan.writes.items():
-            _makedirs(current.parent, made)
-            staged[current] = _stage(current, data, _mode(plan, current))
+            folder = folders.get(current.parent, create=True)
+            staged[current] = (folder, _stage(folder, current.name, data, _mode(plan, current)))
     except OSError as exc:
-        _undo(made, staged)
+        _undo(folders, staged)
         raise PatchApplyError(f"Failed to write {current}: {exc.strerror or exc}; no file was changed") from exc
-    done: list[tuple[Path, Path | None]] = []
-    steps: list[tuple[Path, Path | None]] = [*staged.items(), *((p, None) for p in plan.removes)]
+    done: list[tuple[Folder, str, str | None]] = []
+    steps: list[tuple[Path, str | None]] = [*((p, tmp) for p, (_, tmp) in staged.items()),
+                                            *((p, None) for p in plan.removes)]
     try:
         for current, tmp in steps:
-            backup = _backup(current)
+            folder = folders.get(current.parent)
+            backup = _backup(folder, current.name)
             try:
                 if tmp is not None:
-                    os.replace(tmp, current)
+                    folder.replace(tmp, current.name)
                 else:
-                    os.unlink(current)
+                    folder.remove(current.name)
             except BaseException:
                 if backup is not None:
                     with contextlib.suppress(OSError):
-                        os.unlink(backup)
+                        folder.remove(backup)
                 raise
-            done.append((current, backup))
+            done.append((folder, current.name, backup))
     except OSError as exc:
-        for target, backup in reversed(done):
+        for folder, name, backup in reversed(done):
             with contextlib.suppress(OSError):
                 if backup is not None:
-                    os.replace(backup, target)
+                    folder.replace(backup, name)
                 else:
-                    os.unlink(target)
-        _undo(made, staged)
+                    folder.remove(name)
+        _undo(folders, staged)
         verb = "remove" if current in plan.removes else "write"
         raise PatchApplyError(f"Failed to {verb} {current}: {exc.strerror or exc}; "
                               "every file was put back as it was") from exc
-    for _, backup in done:
+    for folder, _, backup in done:
         if backup is not None:
             with contextlib.suppress(OSError):
-                os.unlink(backup)
+                folder.remove(backup)
