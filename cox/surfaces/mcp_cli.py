@@ -134,7 +134,11 @@ def _fetch(config: Any, spec: Any, cwd: Path, store: Any) -> Any:
 def _ask(question: str) -> bool:
     """``question [y/N]`` on the terminal; only ``y``/``yes`` is a yes (EOF is a no)."""
     print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline()
+    try:
+        answer = sys.stdin.readline()
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return False
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -187,6 +191,15 @@ def _hints(tool: Any) -> str:
 
 def _trust(config: Any, servers: dict[str, Any], cwd: Path, store: Any, name: str | None, *,
            yes: bool = False) -> int:
+    try:
+        return _trust_servers(config, servers, cwd, store, name, yes=yes)
+    except (OSError, ValueError) as err:  # the trust file: unwritable, or of a newer cox
+        print(f"cox mcp trust: {sanitize(str(err))}", file=sys.stderr)
+        return 1
+
+
+def _trust_servers(config: Any, servers: dict[str, Any], cwd: Path, store: Any, name: str | None, *,
+                   yes: bool = False) -> int:
     from cox.actors.mcp.trust import TrustState, tool_hash
 
     if name is not None:
