@@ -475,3 +475,16 @@ def test_a_cached_start_lets_the_first_model_request_leave_first(root: Superviso
         assert mcp.state() == [{"name": "late", "status": "ready"}]
     finally:
         mcp.stop()
+
+
+def test_a_version_1_cache_is_no_cache(tmp_path: Path, ws: Path) -> None:
+    # Version 1 kept no titles (part of the trust hash now): its listings are not used, so a
+    # server is listed afresh once rather than judged on a definition missing its title.
+    spec = late_spec(tmp_path, delay=0)
+    cache = ToolCache.default()
+    cache.put(spec, [ToolDef("echo", "Echo.", {"type": "object"}, title="Echo")], ws)
+    assert [t.title for t in cache.get(spec, ws) or []] == ["Echo"]
+    data = json.loads(cache.path.read_text())
+    data["version"] = 1
+    cache.path.write_text(json.dumps(data))
+    assert cache.get(spec, ws) is None
