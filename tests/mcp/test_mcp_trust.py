@@ -188,7 +188,7 @@ def test_project_server_is_not_started_before_its_launch_is_trusted(
     assert mcp.state() == [{"name": "p", "status": "failed: not trusted; run: cox mcp trust p"}]
     assert mcp.tools() == {} and mcp.pending() == {} and mcp.untrusted == {"p"}
     assert mcp.notices() == [f"mcp server 'p' (from {workspace / '.mcp.json'}) was not started: it is not trusted; "
-                             "run: cox mcp trust p"]
+                             "run: cox mcp trust p, then start a new session"]
     with pytest.raises(McpNotTrusted, match="cox mcp trust p"):
         mcp.connection("p", timeout=5)
     mcp.stop()

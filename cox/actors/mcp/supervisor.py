@@ -199,7 +199,7 @@ class McpManager:
             name = row["name"]
             if name in self.untrusted:
                 out.append(f"mcp server '{name}' (from {self.servers[name].source}) was not started: it is "
-                           f"{not_trusted_sentence(name)}")
+                           f"{not_trusted_sentence(name)}, then start a new session")
             elif row["status"].startswith("failed"):
                 out.append(f"mcp server {name} {row['status']}")
         for server, waiting in self.pending().items():
