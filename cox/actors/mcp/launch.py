@@ -12,7 +12,7 @@ again until it is trusted again. Values are hashed, never stored: the trust file
 secrets the ``.mcp.json`` may carry.
 
 :func:`describe` is what ``cox mcp trust`` shows before it asks: every argument quoted as a
-shell would need it, with control and bidi characters written as escapes (``$'\\e[2J'``), so
+shell would need it, with control and bidi characters written as escapes (``$'\\x1b[2J'``), so
 what the person reads is what would run.
 
 :func:`sandbox_for` decides which sandbox a server's process gets: a repository's server always
