@@ -152,12 +152,8 @@ def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dic
         from .mcp_login import login_at_start
 
         login_at_start(manager)
-    for row in manager.state():
-        if str(row.get("status", "")).startswith("failed"):
-            print(f"cox: warning: mcp server {row['name']} {row['status']}", file=sys.stderr)
-    for server, waiting in manager.pending().items():
-        print(f"cox: warning: {len(waiting)} tool(s) of mcp server '{server}' are pending trust; run: "
-              f"cox mcp trust {server}", file=sys.stderr)
+    for notice in manager.notices():  # ignored fields, untrusted, failed and pending servers
+        print(f"cox: warning: {notice}", file=sys.stderr)
     s.mcp_servers = manager.state()
     return {**tools, **resource_tools(manager), **manager.tools()}
 

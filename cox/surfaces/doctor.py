@@ -73,28 +73,46 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
 
 
 def _mcp_rows(config: Any, cwd: Path, home: Path) -> list[tuple[str, str, str]]:
-    """Start each configured MCP server once and report how it came up."""
+    """Start each configured MCP server once (as a session would: under its sandbox) and report
+    how it came up. A project server whose launch is not trusted is not started: its row says
+    so, and what to run."""
     from cox.actors.mcp.config import load_servers
 
     servers = load_servers(config.mcp, cwd)
     if not servers:
         return []
     from cox.actors.mcp import start_mcp
+    from cox.actors.mcp.state import not_trusted_sentence
+    from cox.actors.mcp.trust import TRUST_FILE, TrustStore
+    from cox.policy.sanitize import sanitize
 
+    from .mcp_cli import session_sandbox
     from .runtime import App
 
+    rows = [("warn", f"mcp {sanitize(spec.name)}", sanitize(w)) for spec in servers.values() for w in spec.warnings]
     app = App(home)
     try:
         manager = start_mcp(app.root, servers, timeout_s=config.mcp.timeout_s,
-                            startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd)
+                            startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd,
+                            sandbox=session_sandbox(config, cwd), trust=TrustStore(home / TRUST_FILE))
         manager.wait_settled()
         tools = manager.tools()
-        rows = []
+        pending = manager.pending()
         for row in manager.state():
-            status = str(row.get("status", ""))
-            count = sum(1 for t in tools if t.startswith(f"mcp__{row['name']}__"))
+            name = row["name"]
+            label = f"mcp {sanitize(name)}"
+            if name in manager.untrusted:
+                source = sanitize(servers[name].source)
+                rows.append(("warn", label, f"{not_trusted_sentence(name)} (from {source}; not started)"))
+                continue
+            status = sanitize(str(row.get("status", "")))
+            count = sum(1 for t in tools if t.startswith(f"mcp__{name}__"))
             ok = status == "ready"
-            rows.append(("ok" if ok else "warn", f"mcp {row['name']}", f"{status}" + (f", {count} tools" if ok else "")))
+            waiting = len(pending.get(name, {}))
+            text = status + (f", {count} tools" if ok else "")
+            if ok and waiting:
+                text += f" ({waiting} pending trust; run: cox mcp trust {sanitize(name)})"
+            rows.append(("ok" if ok and not waiting else "warn", label, text))
         return rows + _mcp_auth_rows(servers, home, {r["name"]: str(r.get("status", "")) for r in manager.state()})
     finally:
         app.close()

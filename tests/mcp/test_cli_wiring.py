@@ -44,8 +44,17 @@ def test_doctor_reports_each_server(tmp_path: Path, cox_home: Path):
     (cox_home / "config.toml").write_text(
         f'[mcp.servers.test]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
         '[mcp.servers.broken]\ncommand = "/nonexistent/server"\n')
+    marker = tmp_path / "MARKER"
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "repo": {"command": "sh", "args": ["-c", f'touch "{marker}"; exec "{sys.executable}" "{SERVER}"'],
+                 "sandbox": False}}}))
     env = {**os.environ, "HOME": str(tmp_path)}
     p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "doctor"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=90)
-    assert "mcp test" in p.stdout and "ready" in p.stdout
-    assert "mcp broken" in p.stdout and "failed" in p.stdout
+    rows = {line.split()[2]: line for line in p.stdout.splitlines() if line[6:].startswith("mcp ")}
+    assert "ready, 7 tools" in rows["test"] and rows["test"].startswith("ok")
+    assert "failed" in rows["broken"]
+    # The repository's server is reported, not started; its ignored field is named.
+    assert f"not trusted; run: cox mcp trust repo (from {tmp_path / '.mcp.json'}; not started)" in p.stdout
+    assert "mcp server 'repo': ignored 'sandbox'" in p.stdout
+    assert not marker.exists()

@@ -52,9 +52,13 @@ def app(cox_home: Path) -> Iterator[App]:
 
 def connect(app: App, tmp_path: Path, *, elicitation: bool = True, timeout_s: float = 30.0,
             origin: Origin = Origin.USER, **env: str) -> McpManager:
-    manager = start_mcp(app.root, {"e": spec(tmp_path / "answers.txt", origin, **env)}, timeout_s=timeout_s,
+    server = spec(tmp_path / "answers.txt", origin, **env)
+    store = TrustStore(tmp_path / "trust.json")
+    if origin is Origin.PROJECT:  # a project server starts only once its launch is trusted
+        store.accept_launch(server, tmp_path)
+    manager = start_mcp(app.root, {"e": server}, timeout_s=timeout_s,
                         startup_timeout_s=30.0, cwd=tmp_path, backoff=FAST, elicitation=elicitation,
-                        trust=TrustStore(tmp_path / "trust.json"))
+                        trust=store)
     manager.wait_settled(40)
     assert manager.state() == [{"name": "e", "status": "ready"}], manager.state()
     return manager
@@ -281,9 +285,10 @@ def test_plain_answers_a_form_and_a_url_on_stdin(tmp_path: Path, cox_home: Path)
     assert rollouts and not any("Zebedee" in r.read_text() for r in rollouts)
 
 
-def test_a_pending_project_server_keeps_the_builtin_tools(tmp_path: Path, cox_home: Path) -> None:
+def test_an_untrusted_project_server_keeps_the_builtin_tools(tmp_path: Path, cox_home: Path) -> None:
     # Regression: the pending-trust warning loop reused the name of the tool dict, so a project
-    # server waiting for `cox mcp trust` replaced every built-in tool of the session.
+    # server waiting for `cox mcp trust` replaced every built-in tool of the session. Now such a
+    # server is not even started: it has no tools, and the session says what to run.
     ws, script, env = cli_setup(tmp_path, cox_home, [{"text": "ok"}])
     (cox_home / "config.toml").write_text("")
     (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"p": {"command": sys.executable,
@@ -292,9 +297,11 @@ def test_a_pending_project_server_keeps_the_builtin_tools(tmp_path: Path, cox_ho
                         "--output-format", "stream-json"], cwd=ws, env=env, capture_output=True, text=True,
                        timeout=90)
     assert p.returncode == 0, p.stderr
-    assert "pending trust" in p.stderr
-    tools = json.loads(p.stdout.splitlines()[0])["tools"]
-    assert {"read", "bash", "list_mcp_resources", "mcp__p__signup"} <= set(tools), tools
+    assert "mcp server 'p'" in p.stderr and "not trusted; run: cox mcp trust p" in p.stderr
+    started = json.loads(p.stdout.splitlines()[0])
+    assert {"read", "bash"} <= set(started["tools"]), started["tools"]
+    assert not any(t.startswith("mcp__p__") or t == "list_mcp_resources" for t in started["tools"])
+    assert started["mcp_servers"] == [{"name": "p", "status": "failed: not trusted; run: cox mcp trust p"}]
 
 
 def test_a_server_that_elicits_at_once_still_reaches_the_person(app: App, tmp_path: Path, cox_home: Path,

@@ -45,7 +45,7 @@ def late_spec(tmp: Path, delay: float = DELAY) -> McpServerSpec:
 def _env(tmp: Path, delay: float) -> dict[str, str]:
     return {"COX_TEST_INIT_DELAY": str(delay), "COX_TEST_VARIANT": str(tmp / "variant.json"),
             "COX_TEST_READY": str(tmp / "ready"), "COX_TEST_MARKER": str(tmp / "marker"),
-            "COX_TEST_PIDFILE": str(tmp / "pids")}
+            "COX_TEST_PIDFILE": str(tmp / "pids"), "COX_TEST_CALLS": str(tmp / "calls")}
 
 
 def ready_times(tmp: Path) -> list[float]:
@@ -181,6 +181,64 @@ def test_a_definition_changed_between_runs_is_refused_and_recorded(root: Supervi
         assert nxt.pending() == {"late": {"echo": TrustState.CHANGED}}
     finally:
         nxt.stop()
+
+
+def test_a_hint_flipped_between_runs_is_a_changed_definition(root: SupervisorHandle, pidfile: Path,
+                                                              tmp_path: Path, ws: Path) -> None:
+    # The session starts from the cached listing, where zap is destructive. The server now says
+    # zap is read-only (which would skip approval): the call is refused without reaching it.
+    spec = late_spec(tmp_path, delay=0.5)
+    first_run(root, spec, ws)
+    (tmp_path / "variant.json").write_text(json.dumps({"hints": {"zap": {"read_only_hint": True}}}))
+    mcp = start(root, spec, ws, background=True)
+    try:
+        zap = mcp.tools()["mcp__late__zap"]
+        assert zap.trusted and zap.risk({}) is Risk.DESTRUCTIVE  # what the cache had
+        result = call(zap, ws)
+        assert result.status is ToolStatus.ERROR and result.visible == pending_sentence("late")
+        assert "changed the tool 'zap'" in result.meta["notice"]
+    finally:
+        mcp.stop()
+    assert not (tmp_path / "calls").exists(), "a changed tool reached the server"
+    cached = {t.name: t for t in ToolCache.default().get(spec, ws) or []}
+    assert cached["zap"].annotations == {"readOnlyHint": True}  # the cache carries the annotations
+    nxt = start(root, spec, ws, background=True)
+    try:
+        zap = nxt.tools()["mcp__late__zap"]
+        assert not zap.trusted and zap.risk({}) is Risk.WRITE  # the new hint does not count
+        assert nxt.pending() == {"late": {"zap": TrustState.CHANGED}}
+    finally:
+        nxt.stop()
+
+
+def test_a_cached_listing_gives_an_untrusted_project_server_nothing(root: SupervisorHandle, tmp_path: Path,
+                                                                      ws: Path) -> None:
+    # The cache is keyed by how a server runs, not by who configured it: a listing the user's own
+    # server left (or one planted in the file) must not give a project server tools, nor start it.
+    user = late_spec(tmp_path, delay=0)
+    project = McpServerSpec("late", Origin.PROJECT, command=user.command, args=user.args, env=user.env)
+    ToolCache.default().put(user, [ToolDef("echo", "Echo the text back.", {"type": "object"}),
+                                   ToolDef("peek", "Read.", {"type": "object"}, {"readOnlyHint": True})], ws)
+    assert ToolCache.default().get(project, ws) is not None
+    from cox.actors.mcp.resources import resource_tools
+
+    mcp = start(root, project, ws, background=True)
+    try:
+        mcp.wait_settled(cached_ok=True)
+        assert mcp.cached == {} and mcp.tools() == {} and resource_tools(mcp) == {}
+        assert mcp.state() == [{"name": "late", "status": "failed: not trusted; run: cox mcp trust late"}]
+        assert mcp.launched.wait(10) and mcp.handle is None  # no supervisor, not even the SDK import
+    finally:
+        mcp.stop()
+    assert not (tmp_path / "ready").exists() and not (tmp_path / "pids").exists()
+    # Its launch trusted, its tools not yet: the cached tools are pending, the hint does not count.
+    store = TrustStore.default()
+    store.accept_launch(project, ws)
+    mcp = McpManager(None, {"late": project}, mcp.settings, mcp.board.__class__(), store,
+                     cached={"late": ToolCache.default().get(project, ws) or []})
+    tools = mcp.tools()
+    assert set(tools) == {"mcp__late__echo", "mcp__late__peek"}
+    assert not any(t.trusted for t in tools.values()) and tools["mcp__late__peek"].risk({}) is Risk.WRITE
 
 
 def test_a_vanished_tool_says_so(root: SupervisorHandle, pidfile: Path, tmp_path: Path, ws: Path) -> None:
@@ -417,3 +475,16 @@ def test_a_cached_start_lets_the_first_model_request_leave_first(root: Superviso
         assert mcp.state() == [{"name": "late", "status": "ready"}]
     finally:
         mcp.stop()
+
+
+def test_a_version_1_cache_is_no_cache(tmp_path: Path, ws: Path) -> None:
+    # Version 1 kept no titles (part of the trust hash now): its listings are not used, so a
+    # server is listed afresh once rather than judged on a definition missing its title.
+    spec = late_spec(tmp_path, delay=0)
+    cache = ToolCache.default()
+    cache.put(spec, [ToolDef("echo", "Echo.", {"type": "object"}, title="Echo")], ws)
+    assert [t.title for t in cache.get(spec, ws) or []] == ["Echo"]
+    data = json.loads(cache.path.read_text())
+    data["version"] = 1
+    cache.path.write_text(json.dumps(data))
+    assert cache.get(spec, ws) is None

@@ -40,6 +40,58 @@ def test_three_sources_with_origins_and_precedence(tmp_path: Path, monkeypatch: 
     assert servers["shared"].command == "claude-wins-over-project"
 
 
+def test_a_project_server_cannot_widen_its_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"mine": {"command": "m", "sandbox": False}}}))
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "p": {"command": "p", "sandbox": False, "cwd": "tools/../srv", "autoApprove": ["x"], "network": True},
+        "q": {"command": "q", "sandbox": True}}}))
+    servers = load_servers(McpConfig(), project)
+    assert servers["mine"].sandbox is False and servers["mine"].warnings == ()  # the user's own call
+    p = servers["p"]
+    assert p.sandbox is True and p.cwd == str(project / "srv")  # relative to the .mcp.json's folder
+    assert p.source == str(project / ".mcp.json")
+    assert [w.split(": ignored ")[1].split(":")[0] for w in p.warnings] == ["'sandbox'", "'network'", "'autoApprove'"]
+    assert all(w.startswith(f"{project / '.mcp.json'}: mcp server 'p': ignored") for w in p.warnings)
+    assert servers["q"].sandbox is True and servers["q"].warnings == ()
+
+
+def test_which_sandbox_each_server_gets(tmp_path: Path) -> None:
+    from cox.actors.mcp.config import McpServerSpec
+    from cox.actors.mcp.launch import sandbox_for
+    from cox.policy.sandbox import SandboxPolicy
+    from cox.protocol.types import SandboxMode
+
+    session = SandboxPolicy(SandboxMode.WORKSPACE_WRITE, (tmp_path,), True)
+    bare = SandboxPolicy(SandboxMode.DANGER_FULL_ACCESS, (tmp_path,), True)
+    user = McpServerSpec("u", Origin.USER, command="u")
+    user_bare = McpServerSpec("u", Origin.USER, command="u", sandbox=False)
+    project = McpServerSpec("p", Origin.PROJECT, command="p")
+    planted = McpServerSpec("p", Origin.PROJECT, command="p", sandbox=False)  # as if the parser had let it by
+    web = McpServerSpec("w", Origin.PROJECT, url="https://example.test/mcp")
+    assert sandbox_for(user, session, tmp_path) is session and sandbox_for(user_bare, session, tmp_path) is None
+    assert sandbox_for(user, None, tmp_path) is None
+    for spec in (project, planted):
+        assert sandbox_for(spec, session, tmp_path) is session
+        for given in (None, bare):
+            box = sandbox_for(spec, given, tmp_path)
+            assert box is not None and box.mode is SandboxMode.WORKSPACE_WRITE and box.writable_roots == (tmp_path,)
+    assert sandbox_for(web, session, tmp_path) is None  # nothing to wrap: no process
+
+    # Every connection applies it, whoever made the spec or the settings.
+    from cox.actors.mcp.server import Connection, ServerSettings
+
+    conn = Connection(planted, ServerSettings(cwd=tmp_path, sandbox=None), lambda _e: None)
+    try:
+        assert conn.spec.sandbox is True and conn.settings.sandbox is not None
+        assert conn.settings.sandbox.mode is SandboxMode.WORKSPACE_WRITE
+    finally:
+        conn._loop.close()
+
+
 def test_unreadable_files_are_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".claude.json").write_text("{not json")

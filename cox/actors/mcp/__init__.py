@@ -11,8 +11,10 @@ The lead's entry points::
     manager.state()                                           # for cox doctor / the TUI
     manager.pending()                                         # tools waiting for cox mcp trust
 
-Trust (``trust.py``): tools of servers a repository brought, and changed definitions, are built
-untrusted (pending sentence, Write, never called) until ``cox mcp trust <server>``.
+Trust (``trust.py``, ``launch.py``): a server a repository brought is not started at all until
+``cox mcp trust <server>`` showed its exact launch and the person agreed (and it always runs
+sandboxed); its tools, and any changed definition (annotations included), are built untrusted
+(pending sentence, Write, never called) until they are trusted too.
 
 Listings (``cache.py``): each server's last tool list is cached under ``$COX_HOME``; a server with
 a cached listing gives its tools at once and starts in the background, and every call checks the

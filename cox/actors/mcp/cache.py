@@ -15,7 +15,11 @@ headers is stored, never their values. The cache holds what the server said; whe
 may use a tool is still decided by the trust store (``trust.py``) with the definition's hash.
 
 Nothing here imports the mcp SDK: a :class:`ToolDef` is the part of an ``mcp_types.Tool`` cox
-uses (name, description, input schema, annotations), as plain JSON data.
+uses (name, title, description, input schema, annotations), as plain JSON data.
+
+The cache never decides trust: a project server whose launch is not trusted is not started and
+gets no tools at all, cached or not (``McpManager``), and a cached definition is checked against
+the trust store with the same hash as a live one, annotations included.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ __all__ = ["CACHE_FILE", "ToolCache", "ToolDef", "fingerprint"]
 log = logging.getLogger(__name__)
 
 CACHE_FILE = "mcp-tools.json"
-VERSION = 1
+VERSION = 2
+"""2: a tool's title is kept too (it is part of the trust hash); a version-1 file is no cache."""
 KEEP_PER_SERVER = 4
 """Entries kept per server name (different configurations or workspaces), newest first."""
 
@@ -55,7 +60,9 @@ class ToolDef:
     description: str | None = None
     input_schema: dict[str, Any] = field(default_factory=dict)
     annotations: dict[str, Any] | None = None
-    """The MCP wire form (``readOnlyHint``, ``destructiveHint``, …); not part of the trust hash."""
+    """The MCP wire form (``readOnlyHint``, ``destructiveHint``, …); part of the trust hash, so a
+    cached listing carries them and a flipped hint is a changed definition."""
+    title: str | None = None
 
     __hash__ = None  # type: ignore[assignment]  # holds dicts
 
@@ -67,8 +74,10 @@ class ToolDef:
             return tool
         hints = tool.annotations
         annotations = hints.model_dump(mode="json", by_alias=True, exclude_none=True) if hints is not None else None
+        title = getattr(tool, "title", None)
         return cls(name=str(tool.name), description=tool.description,
-                   input_schema=json.loads(json.dumps(dict(tool.input_schema))), annotations=annotations or None)
+                   input_schema=json.loads(json.dumps(dict(tool.input_schema))), annotations=annotations or None,
+                   title=title if isinstance(title, str) else None)
 
     @classmethod
     def from_json(cls, data: Any) -> ToolDef | None:
@@ -77,12 +86,16 @@ class ToolDef:
         description = data.get("description")
         schema = data.get("inputSchema")
         annotations = data.get("annotations")
+        title = data.get("title")
         return cls(name=data["name"], description=description if isinstance(description, str) else None,
                    input_schema=schema if isinstance(schema, dict) else {},
-                   annotations=annotations if isinstance(annotations, dict) and annotations else None)
+                   annotations=annotations if isinstance(annotations, dict) and annotations else None,
+                   title=title if isinstance(title, str) else None)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
+        if self.title is not None:
+            out["title"] = self.title
         if self.description is not None:
             out["description"] = self.description
         if self.annotations:

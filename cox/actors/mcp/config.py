@@ -1,16 +1,25 @@
 """Where MCP servers come from: the user config, ``~/.claude.json`` and the project's ``.mcp.json``.
 
 Each server keeps its origin because trust depends on it: a server the user configured is
-trusted on first connect, one a repository brought along (``.mcp.json``) stays pending until the
-user runs ``cox mcp trust <name>``. When two sources name the same server the user config wins
-over ``~/.claude.json``, which wins over the project (a checked-out repository must not be able to
-replace a server the user set up).
+started as configured and its tools are trusted on first connect; one a repository brought along
+(``.mcp.json``) is not started at all until the person ran ``cox mcp trust <name>`` (``launch.py``),
+and its tools then stay pending until trusted too. When two sources name the same server the user
+config wins over ``~/.claude.json``, which wins over the project (a checked-out repository must not
+be able to replace a server the user set up). A project ``.cox/config.toml`` cannot declare servers
+at all (the config loader drops its ``[mcp.servers]`` with a warning).
+
+A repository cannot loosen how its server runs: a project server always runs inside the sandbox,
+so ``"sandbox": false`` (or any other field that would widen what the server may do) is ignored,
+with a warning naming the server and the field (``McpServerSpec.warnings``, which the surfaces
+print). A relative ``cwd`` of a project server is taken relative to the folder of its
+``.mcp.json``, so what the person trusted is the folder it really runs in.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -45,15 +54,37 @@ class McpServerSpec:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     sandbox: bool = True
+    source: str = ""
+    """The file that declared it (shown by ``cox mcp trust``)."""
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    """What was ignored of its entry, one sentence each (``"sandbox": false`` from a project)."""
 
     @property
     def transport(self) -> str:
         return "http" if self.url else "stdio"
 
     @classmethod
-    def from_config(cls, name: str, cfg: McpServerConfig, origin: Origin = Origin.USER) -> McpServerSpec:
+    def from_config(cls, name: str, cfg: McpServerConfig, origin: Origin = Origin.USER,
+                    source: str = "") -> McpServerSpec:
         return cls(name=name, origin=origin, command=cfg.command, args=tuple(cfg.args), env=dict(cfg.env),
-                   cwd=cfg.cwd, url=cfg.url, headers=dict(cfg.headers), sandbox=cfg.sandbox)
+                   cwd=cfg.cwd, url=cfg.url, headers=dict(cfg.headers), sandbox=cfg.sandbox, source=source)
+
+
+WIDENING_FIELDS = ("sandbox", "sandboxMode", "sandbox_mode", "writableRoots", "writable_roots", "network",
+                   "dangerouslySkipPermissions", "alwaysAllow", "autoApprove", "trust", "trusted")
+"""Fields of a server entry that would loosen its sandbox or its approvals. From a project source
+each is ignored with a warning (cox reads only ``sandbox`` of them, from the user's own files)."""
+
+
+def _widening(name: str, entry: dict[str, Any], source: str) -> tuple[str, ...]:
+    """The warnings for the widening fields of a project server's ``entry``."""
+    out = []
+    for key in WIDENING_FIELDS:
+        if key not in entry or (key == "sandbox" and entry[key] is True):
+            continue
+        out.append(f"{source}: mcp server {name!r}: ignored {key!r}: a project's server always runs inside "
+                   "the sandbox, with the session's approvals")
+    return tuple(out)
 
 
 def _valid_name(name: str) -> bool:
@@ -87,15 +118,25 @@ def parse_servers(raw: Any, origin: Origin, source: str) -> dict[str, McpServerS
         if not (isinstance(args, list) and isinstance(env, dict) and isinstance(headers, dict)):
             log.warning("%s: mcp server %r: args/env/headers have the wrong type; ignored", source, name)
             continue
+        cwd = entry.get("cwd") if isinstance(entry.get("cwd"), str) else None
+        warnings: tuple[str, ...] = ()
+        sandbox = bool(entry.get("sandbox", True))
+        if origin is Origin.PROJECT:
+            warnings = _widening(name, entry, source)
+            for text in warnings:  # the surfaces print them (a warning here would print twice)
+                log.info("%s", text)
+            sandbox = True
+            if cwd is not None:
+                cwd = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(source)), cwd))
         out[name] = McpServerSpec(
             name=name, origin=origin,
             command=command if isinstance(command, str) else None,
             args=tuple(str(a) for a in args),
             env={str(k): str(v) for k, v in env.items()},
-            cwd=entry.get("cwd") if isinstance(entry.get("cwd"), str) else None,
+            cwd=cwd,
             url=url if isinstance(url, str) and not isinstance(command, str) else None,
             headers={str(k): str(v) for k, v in headers.items()},
-            sandbox=bool(entry.get("sandbox", True)),
+            sandbox=sandbox, source=source, warnings=warnings,
         )
     return out
 
@@ -119,7 +160,8 @@ def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None) -> dict
     project = _read_json(project_path)
     claude = _read_json(home / ".claude.json")
     layers = [
-        {n: McpServerSpec.from_config(n, c, Origin.USER) for n, c in mcp.servers.items() if _valid_name(n)},
+        {n: McpServerSpec.from_config(n, c, Origin.USER, "your cox config") for n, c in mcp.servers.items()
+         if _valid_name(n)},
         parse_servers(claude.get("mcpServers") if isinstance(claude, dict) else None, Origin.CLAUDE,
                       str(home / ".claude.json")),
         parse_servers(project.get("mcpServers") if isinstance(project, dict) else None, Origin.PROJECT,

@@ -39,8 +39,9 @@ _TEXT_TYPES = ("application/json", "application/xml", "application/yaml", "appli
 
 
 def resource_tools(manager: McpManager) -> dict[str, BaseTool]:
-    """The two resource tools, or none when no server is configured."""
-    if not manager.servers:
+    """The two resource tools, or none when no server is configured (or none may be started:
+    a project server whose launch is not trusted has nothing to list)."""
+    if not set(manager.servers) - manager.untrusted:
         return {}
     return {LIST: ListMcpResourcesTool(manager), READ: ReadMcpResourceTool(manager)}
 
@@ -49,6 +50,8 @@ def server_trusted(manager: McpManager, server: str) -> bool:
     """A server's resources are usable when its tools would be: a user-configured server (or
     one trusted with ``cox mcp trust``) whose tool definitions have not changed since."""
     spec = manager.servers[server]
+    if server in manager.untrusted:
+        return False
     if spec.origin not in TRUSTED_ON_FIRST_CONNECT and manager.trust.stored(server) is None:
         return False
     return all(manager.trust.trusted(spec, manager.listing(server)).values())

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -45,12 +46,22 @@ from cox.policy.sandbox import bwrap_argv
 from cox.protocol.interfaces import CancelToken
 from cox.supervisors import CoxActor
 
-from .config import McpServerSpec
+from .config import McpServerSpec, Origin
 from .elicit import Ask, CoxClientSession, Elicitor
+from .launch import sandbox_for
 
 # The errors, the settings and the status board live in ``state.py`` (no SDK import there), so the
 # manager and the tools built from a cached listing do not import the SDK; re-exported here.
-from .state import McpCallCancelled, McpCallError, McpServerCrashed, ServerSettings, StatusBoard
+from .state import (
+    McpCallCancelled,
+    McpCallError,
+    McpNotTrusted,
+    McpServerCrashed,
+    ServerSettings,
+    StatusBoard,
+    not_trusted_sentence,
+)
+from .trust import TRUSTED_ON_FIRST_CONNECT, TrustStore
 
 __all__ = [
     "Connection",
@@ -170,8 +181,13 @@ class Connection:
     """
 
     def __init__(self, spec: McpServerSpec, settings: ServerSettings, on_broken: Callable[[BaseException], None]):
+        # Which sandbox this server gets is decided here, for every creator of a connection: a
+        # repository's server always runs inside one (``launch.sandbox_for``).
+        self.workspace = Path(settings.cwd) if settings.cwd is not None else Path.cwd()
+        if spec.origin is Origin.PROJECT and not spec.sandbox:
+            spec = dataclasses.replace(spec, sandbox=True)
         self.spec = spec
-        self.settings = settings
+        self.settings = dataclasses.replace(settings, sandbox=sandbox_for(spec, settings.sandbox, self.workspace))
         self.ready: concurrent.futures.Future[list[mcp_types.Tool]] = concurrent.futures.Future()
         self.pid: int | None = None
         self._on_broken = on_broken
@@ -215,10 +231,24 @@ class Connection:
 
     # -- runs on the loop thread --
 
+    def _not_trusted(self) -> McpNotTrusted | None:
+        """The refusal when this is a project server whose exact launch the person has not
+        trusted: then nothing is spawned and no request is sent, whoever asked for the start."""
+        spec = self.spec
+        if spec.origin in TRUSTED_ON_FIRST_CONNECT:
+            return None
+        store = self.settings.trust if self.settings.trust is not None else TrustStore.default()
+        if store.launch_trusted(spec, self.workspace):
+            return None
+        return McpNotTrusted(f"mcp server '{spec.name}' is {not_trusted_sentence(spec.name)}")
+
     async def _serve(self) -> None:
         self._task = asyncio.current_task()
         closed = asyncio.Event()
         try:
+            refusal = self._not_trusted()
+            if refusal is not None:
+                raise refusal
             async with AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._transport(closed))
                 session = await stack.enter_async_context(CoxClientSession(

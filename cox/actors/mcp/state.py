@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
     from .config import McpServerSpec
 
-__all__ = ["McpCallCancelled", "McpCallError", "McpServerCrashed", "ServerSettings", "StatusBoard"]
+__all__ = ["McpCallCancelled", "McpCallError", "McpNotTrusted", "McpServerCrashed", "ServerSettings", "StatusBoard",
+           "not_trusted_sentence"]
 
 
 class McpCallError(Exception):
@@ -35,6 +36,17 @@ class McpServerCrashed(McpCallError):
 
 class McpCallCancelled(McpCallError):
     """The caller's cancel scope was cancelled while the call ran."""
+
+
+class McpNotTrusted(McpCallError):
+    """A project server whose launch the person has not trusted: it is not started, nothing is
+    sent to it, and it is not restarted (``cox mcp trust <name>`` first)."""
+
+    cox_no_restart = True
+
+
+def not_trusted_sentence(server: str) -> str:
+    return f"not trusted; run: cox mcp trust {server}"
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,9 @@ class ServerSettings:
     auth: Callable[[McpServerSpec], Any] | None = None
     """How HTTP servers authenticate (``auth.py``): ``spec -> httpx2.Auth | None``; ``None`` means
     the stored OAuth tokens, refreshed as needed, never a browser (``auth.SessionAuth``)."""
+    trust: Any = None
+    """The ``TrustStore`` that must hold a project server's launch before a connection starts it
+    (``None``: ``$COX_HOME/mcp-trust.json``). Checked by every connection, whoever made it."""
 
 
 @dataclass

@@ -5,6 +5,11 @@ The manager never keeps an actor ref: every call resolves the server by its stab
 A server that fails at start is logged as a warning and shows as ``failed: why`` in ``state()``;
 the supervisor keeps retrying it with exponential backoff, and nobody gets an exception.
 
+A project server whose launch the person has not trusted (``launch.py``) gets no child at all: it
+is not started, no request reaches it, it has no tools (not even cached ones), a call naming it
+is refused at once, and it shows as ``failed: not trusted; run: cox mcp trust <name>``. (Each
+connection checks the launch again before it spawns anything, ``server.py``.)
+
 Start-up off the critical path (PEERS.md row 9): ``start_mcp(..., background=True)`` returns at
 once, before the mcp SDK is imported; a thread of its own imports it and starts the supervisor.
 Each server's last listing comes from the cache (``cache.py``), so ``tools()`` can build the tools
@@ -28,7 +33,7 @@ from cox.supervisors import Backoff, ChildSpec, Restart, SupervisorHandle, start
 
 from .cache import ToolCache, ToolDef
 from .config import McpServerSpec
-from .state import McpServerCrashed, ServerSettings, StatusBoard
+from .state import McpNotTrusted, McpServerCrashed, ServerSettings, StatusBoard, not_trusted_sentence
 from .trust import TrustState, TrustStore
 
 if TYPE_CHECKING:
@@ -51,7 +56,8 @@ class McpManager:
 
     def __init__(self, handle: SupervisorHandle | None, servers: Mapping[str, McpServerSpec],
                  settings: ServerSettings, board: StatusBoard, trust: TrustStore | None = None,
-                 cache: ToolCache | None = None, cached: Mapping[str, list[ToolDef]] | None = None) -> None:
+                 cache: ToolCache | None = None, cached: Mapping[str, list[ToolDef]] | None = None,
+                 untrusted: frozenset[str] = frozenset()) -> None:
         self.handle = handle
         """The ``mcp`` supervisor; ``None`` while it is being started in the background."""
         self.servers = dict(servers)
@@ -59,7 +65,12 @@ class McpManager:
         self.board = board
         self.trust = TrustStore.default() if trust is None else trust
         self.cache = ToolCache.default() if cache is None else cache
-        self.cached: dict[str, list[ToolDef]] = {k: list(v) for k, v in (cached or {}).items()}
+        self.untrusted = frozenset(untrusted)
+        """Project servers whose launch is not trusted: never started in this manager."""
+        for name in self.untrusted:
+            board.update(name, phase="failed", error=not_trusted_sentence(name))
+        self.cached: dict[str, list[ToolDef]] = {k: list(v) for k, v in (cached or {}).items()
+                                                 if k not in self.untrusted}
         """Each server's listing as the cache had it when the servers were started."""
         self.launched = threading.Event()
         self.launch_error: BaseException | None = None
@@ -114,6 +125,8 @@ class McpManager:
     def listing(self, name: str) -> list[ToolDef]:
         """What ``tools()`` builds ``name``'s tools from: the list it reported, or, while it has
         not reported one yet, its cached listing (empty without either)."""
+        if name in self.untrusted:
+            return []
         live = self.board.get(name).tools
         if live is not None:
             return [ToolDef.of(t) for t in live]
@@ -172,6 +185,28 @@ class McpManager:
                 out[server] = waiting
         return out
 
+    def notices(self) -> list[str]:
+        """What a session tells the person at its start, one sentence each (the surface prints
+        them as warnings): fields of a project's entry that were ignored, servers that were not
+        started because their launch is not trusted, servers that failed, tools pending trust.
+        Sanitised for a terminal: names and paths come from the repository."""
+        from cox.policy.sanitize import sanitize
+
+        out: list[str] = []
+        for spec in self.servers.values():
+            out.extend(spec.warnings)
+        for row in self.state():
+            name = row["name"]
+            if name in self.untrusted:
+                out.append(f"mcp server '{name}' (from {self.servers[name].source}) was not started: it is "
+                           f"{not_trusted_sentence(name)}, then start a new session")
+            elif row["status"].startswith("failed"):
+                out.append(f"mcp server {name} {row['status']}")
+        for server, waiting in self.pending().items():
+            out.append(f"{len(waiting)} tool(s) of mcp server '{server}' are pending trust; run: "
+                       f"cox mcp trust {server}")
+        return [sanitize(line).replace("\n", " ") for line in out]
+
     def connection(self, name: str, timeout: float | None = None, cancel: CancelToken | None = None,
                    failed_grace: float | None = None) -> Connection:
         """The live, started connection of server ``name``, following restarts, within ``timeout``
@@ -180,6 +215,8 @@ class McpManager:
         with backoff), wait at most this much longer, so a call answers with the reason soon."""
         if name not in self.servers:
             raise KeyError(f"no mcp server named {name!r}")
+        if name in self.untrusted:
+            raise McpNotTrusted(f"mcp server '{name}' is {not_trusted_sentence(name)}")
         budget = self.settings.startup_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + budget
         last: BaseException | None = None
@@ -231,6 +268,8 @@ class McpManager:
 
     def reconnect(self, name: str, timeout: float = 5.0) -> None:
         """Start server ``name`` again now (one that was skipped for want of a login, after it)."""
+        if name in self.untrusted:
+            raise McpNotTrusted(f"mcp server '{name}' is {not_trusted_sentence(name)}")
         self.launched.wait(timeout)
         if self.handle is None:
             raise McpServerCrashed(f"mcp server '{name}' is not running ({self.launch_error or 'still starting'})")
@@ -255,8 +294,11 @@ class McpManager:
     def _launch(self, parent: SupervisorHandle, backoff: Backoff, *, background: bool) -> None:
         """Start the ``mcp`` supervisor and its servers (this imports the SDK). In the background
         a failure is logged and every server shows as failed; otherwise it is raised."""
+        startable = {name: spec for name, spec in self.servers.items() if name not in self.untrusted}
         try:
-            if background and set(self.servers) <= set(self.cached):
+            if not startable:
+                return  # nothing may start: not even the SDK is imported
+            if background and set(startable) <= set(self.cached):
                 # Nothing waits for these servers (all listings are cached) and the SDK import
                 # is ~0.4 s of CPU: let the session's first model request leave first (it does
                 # within ~0.15 s of launch), and the servers start while the model thinks.
@@ -270,7 +312,7 @@ class McpManager:
             children = [
                 ChildSpec(name, _starter(spec, self.settings, self.board, self.trust, self.cache),
                           restart=Restart.PERMANENT, shutdown_timeout=10.0, backoff=backoff)
-                for name, spec in self.servers.items()
+                for name, spec in startable.items()
             ]
             with self._launch_lock:
                 if self._closing:
@@ -279,7 +321,7 @@ class McpManager:
                                                children=children, parent=parent)
         except BaseException as err:
             self.launch_error = err
-            for name in self.servers:
+            for name in startable:
                 self.board.update(name, phase="failed", error=f"mcp could not be started: {err}")
             if not background:
                 raise
@@ -311,14 +353,16 @@ def start_mcp(parent: SupervisorHandle, servers: Mapping[str, McpServerSpec], *,
     authenticate (``ServerSettings.auth``; default: stored OAuth tokens, never a browser).
     ``elicitation``: declare it, because a person can answer (the TUI and --plain); otherwise a
     server that elicits anyway gets decline (``elicit.py``)."""
-    settings = ServerSettings(timeout_s=timeout_s, startup_timeout_s=startup_timeout_s, cwd=cwd,
-                              sandbox=sandbox, log_dir=log_dir, auth=auth, elicitation=elicitation)
-    board = StatusBoard()
     store = TrustStore.default() if trust is None else trust
+    settings = ServerSettings(timeout_s=timeout_s, startup_timeout_s=startup_timeout_s, cwd=cwd,
+                              sandbox=sandbox, log_dir=log_dir, auth=auth, elicitation=elicitation, trust=store)
+    board = StatusBoard()
     tool_cache = ToolCache.default() if cache is None else cache
+    workspace = cwd if cwd is not None else Path.cwd()
+    untrusted = frozenset(name for name, spec in servers.items() if not store.launch_trusted(spec, workspace))
     cached = {name: listing for name, spec in servers.items()
-              if (listing := _cached_listing(tool_cache, spec, cwd)) is not None}
-    manager = McpManager(None, servers, settings, board, store, tool_cache, cached)
+              if name not in untrusted and (listing := _cached_listing(tool_cache, spec, cwd)) is not None}
+    manager = McpManager(None, servers, settings, board, store, tool_cache, cached, untrusted)
     if background:
         manager._launcher = threading.Thread(target=manager._launch, args=(parent, backoff),
                                              kwargs={"background": True}, name="mcp-launch", daemon=True)
@@ -373,13 +417,15 @@ def _starter(spec: McpServerSpec, settings: ServerSettings, board: StatusBoard, 
 
 
 def fetch_tools(spec: McpServerSpec, *, startup_timeout_s: float = 30.0, cwd: Path | None = None,
-                sandbox: Any = None) -> list[mcp_types.Tool]:
+                sandbox: Any = None, trust: TrustStore | None = None) -> list[mcp_types.Tool]:
     """Start ``spec`` once, outside any supervisor, and return its tool list (what
     ``cox mcp trust`` hashes). Bounded by ``startup_timeout_s``; the process is killed before
-    this returns. Raises :class:`McpServerCrashed` (or the start error) when it cannot be reached."""
+    this returns. Raises :class:`McpServerCrashed` (or the start error) when it cannot be reached,
+    :class:`McpNotTrusted` (nothing started) for a project server whose launch ``trust`` (default
+    ``$COX_HOME``'s store) does not hold."""
     from .server import Connection
 
-    settings = ServerSettings(startup_timeout_s=startup_timeout_s, cwd=cwd, sandbox=sandbox)
+    settings = ServerSettings(startup_timeout_s=startup_timeout_s, cwd=cwd, sandbox=sandbox, trust=trust)
     conn = Connection(spec, settings, lambda _error: None)
     conn.start()
     try:
