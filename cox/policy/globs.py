@@ -19,7 +19,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-__all__ = ["GlobError", "compile_glob", "escape", "normalise"]
+__all__ = ["GlobError", "compile_glob", "escape", "normalise", "segment_regex"]
 
 
 class GlobError(ValueError):
@@ -133,3 +133,12 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
         return re.compile("(?:" + "|".join(dict.fromkeys(alternatives)) + r")\Z", re.DOTALL)
     except re.error as exc:
         raise GlobError(f"not a valid glob ({exc})") from exc
+
+
+def segment_regex(segment: str) -> re.Pattern[str]:
+    """One path segment's glob (a shell glob word's part between slashes) as an anchored regex;
+    a class that does not compile matches its characters literally."""
+    try:
+        return re.compile(_translate(segment) + r"\Z", re.DOTALL)
+    except re.error:
+        return re.compile(re.escape(segment) + r"\Z", re.DOTALL)
