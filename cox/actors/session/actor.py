@@ -856,7 +856,7 @@ class SessionActor(CoxActor):
             roots=self.s.roots, cwd=self.s.cwd, cancel=scope, processes=turn.processes if turn else [],
             output=lambda chunk: me.tell(("tool_output", gen, call.id, chunk)),
             bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
-            extra=self.tool_extra,
+            extra=self.tool_extra, reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
 
     def _archive_put(self, data: bytes) -> str:
