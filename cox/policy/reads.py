@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .bash import Command, Split
-from .globs import normalise, segment_regex
+from .globs import homes, normalise, segment_regex
 from .rules import Rule
 
 __all__ = ["UNKNOWN", "Hit", "ReadGuard", "literal_base", "searches_recursively", "unescape"]
@@ -218,12 +218,12 @@ class ReadGuard:
         # Each rule's literal folder, as written and with symlinks resolved; a relative rule has
         # one per workspace root. ``glob``: whether the rule goes on past it (``**/.env``).
         bases: list[tuple[Rule, str, bool]] = []
+        every_home = homes(home)
         for r in self.rules:
-            for root in self.roots or (None,):
-                b = literal_base(r, home, root)
-                if b is None:
-                    continue
-                globbed = r.value.endswith("/") or any(ch in r.value for ch in "*?[")
+            globbed = r.value.endswith("/") or any(ch in r.value for ch in "*?[")
+            anchors = every_home if r.value.startswith("~") else [home]
+            found = {literal_base(r, h, root) for h in anchors for root in self.roots or (None,)}
+            for b in sorted(b for b in found if b is not None):
                 bases.extend((r, v, globbed) for v in dict.fromkeys([b, os.path.realpath(b)]))
         self.bases = bases
 

@@ -181,3 +181,29 @@ def test_the_guard_is_compiled_once_per_engine(box: tuple[Path, Path]) -> None:
     e = _engine(box)
     assert e.read_guard() is e.read_guard()
     assert split("cat x").commands  # the parse the guard reads
+
+
+@pytest.mark.parametrize("line", [
+    "cat //home/alice/.ssh/id_rsa", 'cat ~/".ssh"/id_rsa', "cat ~/.ssh/id_rs\\a", "cat ~/.ssh/'id'_rsa",
+    "cat $'/home/alice/.ssh/id_rsa'", "cat ~/./.ssh//id_rsa", "cat /home/alice/../alice/.ssh/id_rsa",
+    "tail -f ~/.ssh/id_rsa", "cat ~/.ssh/id_rsa | head", "base64 < ~/.ssh/id_rsa", "jq . ~/.aws/config",
+])
+def test_spellings_of_one_denied_path(line: str) -> None:
+    from tests.policy.helpers import engine, kind
+
+    assert kind(engine(), line) == "ask", line
+
+
+def test_the_account_home_is_protected_when_home_points_elsewhere() -> None:
+    import pwd
+
+    from tests.policy.helpers import engine, kind
+
+    own = pwd.getpwuid(os.geteuid()).pw_dir
+    if own in ("/", "/nonexistent") or own == "/home/alice":
+        pytest.skip(f"this account's home ({own}) cannot be told from the test home")
+    e = engine()
+    assert kind(e, f"cat {own}/.ssh/id_rsa") == "ask"
+    assert kind(e, f"rg key {own}") == "ask"
+    assert e.denied_path(f"{own}/.ssh/id_rsa") is not None
+    assert kind(e, "cat <<< ~/.ssh/id_rsa") == "allow"  # a here-string is text, not a file
