@@ -380,18 +380,25 @@ class Readable:
         self.guard = read_guard(env)
         self.roots = [os.path.realpath(r) for r in env.roots]
         self.real_dirs: dict[str, str] = {}
+        self.rechecked: dict[str, str] = {}
+        self.quiet: frozenset[str] = frozenset()
         self.denied = 0
         self.outside = 0
 
     def _inside(self, path: str) -> bool:
         return any(path == r or path.startswith(r.rstrip("/") + "/") for r in self.roots)
 
-    def why_not(self, path: str) -> str | None:
-        """``"denied"`` or ``"outside"`` when the file at absolute ``path`` may not be opened."""
+    def why_not(self, path: str, real_dirs: dict[str, str] | None = None, quiet: frozenset[str] = frozenset()) -> str | None:
+        """``"denied"`` or ``"outside"`` when the file at absolute ``path`` may not be opened.
+        ``quiet``: folders no rule can match anything under (their files skip the rule check
+        while they resolve to themselves)."""
+        cache = self.real_dirs if real_dirs is None else real_dirs
         folder, _, name = path.rpartition("/")
-        real_dir = self.real_dirs.get(folder)
+        real_dir = cache.get(folder)
         if real_dir is None:
-            real_dir = self.real_dirs[folder] = os.path.realpath(folder or "/")
+            real_dir = cache[folder] = os.path.realpath(folder or "/")
+        if real_dir == folder and any(folder == q or folder.startswith(q + "/") for q in quiet):
+            return None if self._inside(folder) else "outside"
         real = real_dir.rstrip("/") + "/" + name
         if not self._inside(real):
             return "outside"
@@ -400,18 +407,20 @@ class Readable:
         return None
 
     def ok(self, root: Path, rel: str) -> bool:
-        """Whether ``rel`` (under ``root``) may still be opened: checked again after a search, so a
-        folder swapped for a symlink while it ran does not leak (the folder is looked up anew)."""
-        path = str(root).rstrip("/") + "/" + rel
-        self.real_dirs.pop(path.rpartition("/")[0], None)
-        return self.why_not(path) is None
+        """Whether ``rel`` (under ``root``) may still be opened, checked again once a search
+        found lines in it, with its folder looked up anew (not from the listing's cache): a
+        folder swapped for a symlink while the search ran does not leak."""
+        return self.why_not(str(root).rstrip("/") + "/" + rel, self.rechecked, self.quiet) is None
 
     def filter(self, root: Path, files: list[str]) -> list[str]:
         """``files`` (relative to ``root``) without those it may not open, counted."""
-        base = str(root).rstrip("/") + "/"
+        top = str(root).rstrip("/") or "/"
+        quiet = frozenset({top} if self.guard.denied_below(top) is None else ())
+        self.quiet = quiet
+        base = top.rstrip("/") + "/"
         kept: list[str] = []
         for rel in files:
-            why = self.why_not(base + rel)
+            why = self.why_not(base + rel, None, quiet)
             if why is None:
                 kept.append(rel)
             elif why == "denied":
