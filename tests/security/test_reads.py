@@ -108,3 +108,21 @@ def test_the_bench_can_see_a_leak(attack) -> None:
     assert out.result["subtype"] == "success", out.proc.stderr[-3000:]
     assert "stdout" in _leaks(out, attack)
     assert f"{MARK} ssh" not in out.proc.stdout  # the built-in rules still hold
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_edits_do_not_show_a_denied_file(attack, mode: str) -> None:
+    """edit and apply_patch read what they change: a miss lists the nearest lines, a hit the diff.
+    Where edits run unasked they must still not show a file a Read deny rule covers."""
+    _plant(attack)
+    patch = "*** Begin Patch\n*** Update File: .env\n@@\n-TOKEN=nothing\n+TOKEN=x\n*** End Patch\n"
+    calls = [{"id": "e0", "name": "edit", "input": {"path": ".env", "old_string": "TOKEN=CANARY", "new_string": "x"}},
+             {"id": "e1", "name": "edit", "input": {"path": "envlink", "old_string": "TOKEN", "new_string": "T"}},
+             {"id": "p0", "name": "apply_patch", "input": {"patch": patch}},
+             {"id": "e2", "name": "edit", "input": {"path": "src/a.py", "old_string": "fine", "new_string": "good"}}]
+    out = attack.run([{"tool_calls": calls}, {"text": "done"}], config=CONFIG, args=("--permission-mode", mode))
+    assert out.result["subtype"] == "success", out.proc.stderr[-3000:]
+    assert _leaks(out, attack) == [], out.proc.stdout[-4000:]
+    done = {e["call_id"]: e["result"] for e in out.events("tool_call_done")}
+    assert done["e2"]["status"] == "ok", done  # edits elsewhere run: the bench is live
+    assert MARK in (attack.workspace / ".env").read_text()

@@ -144,3 +144,20 @@ def test_a_tracked_file_under_a_folder_swapped_for_a_symlink_is_not_searched(ws:
         res = run(GrepTool(backend), env_for(home, root, deny=(), guard=guard), pattern="MARK")
         assert f"{MARK} ssh" not in res.visible and f"{MARK} env" in res.visible  # .env is not denied here
         assert "1 file skipped: it leads outside the workspace" in res.visible
+
+
+def test_edit_and_apply_patch_do_not_show_a_denied_file(ws: tuple[Path, Path]) -> None:
+    """Both read what they change (a miss lists the nearest lines, a hit shows a diff)."""
+    from cox.actors.tools.apply_patch import ApplyPatchTool
+    from cox.actors.tools.edit import EditTool
+
+    home, root = ws
+    env = env_for(home, root)
+    res = run(EditTool(), env, path=".env", old_string="TOKEN=SECRET", new_string="x")
+    assert res.status is ToolStatus.DENIED and MARK not in res.visible
+    patch = "*** Begin Patch\n*** Update File: .env\n@@\n-TOKEN=nothing\n+TOKEN=x\n*** End Patch\n"
+    res = run(ApplyPatchTool(), env, patch=patch)
+    assert res.status is not ToolStatus.OK and MARK not in res.visible and "Read deny rule" in res.visible
+    assert MARK in (root / ".env").read_text()  # nothing was changed either
+    res = run(EditTool(), env, path="src/a.py", old_string="fine", new_string="good")
+    assert res.status is ToolStatus.OK  # other files still edit
