@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cox.protocol.types import Risk
 
-from .shell import Word, analyse, max_risk, plain_words, split_assignments, tails
+from .shell import READ_REDIRECT, Word, analyse, max_risk, plain_words, split_assignments, tails
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -280,6 +280,16 @@ class _Walk:
                 extra.extend(more)
         if body is not None and body.type == "command":
             self.pending[body.id] = (kept, extra)
+        elif body is not None:  # ``{ cat; } < F``, ``while …; done < F``: every command inside reads F
+            inputs = [k for k in kept if READ_REDIRECT.fullmatch(k.strip())]
+            todo = [body] if inputs else []
+            while todo:
+                n = todo.pop()
+                if n.type == "command":
+                    mine, words = self.pending.get(n.id, ([], []))
+                    self.pending[n.id] = ([*mine, *inputs], words)
+                else:
+                    todo.extend(n.named_children)
 
     def redirect(self, node: Node) -> tuple[str | None, list[Word], str | None]:
         """``(text to keep in the command, stray words, path written to)`` of one redirect.

@@ -307,7 +307,7 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
 _UNKNOWN = "\0"  # a path only the running shell knows (cox.policy.reads.UNKNOWN)
 _VAR = re.compile(r"\$(?:\{(HOME|PWD)\}|(HOME|PWD)(?![A-Za-z0-9_]))")
 _GLOB_CHARS = "*?[\\"
-_READ_REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:<>|<)(?![<&(])\s*(.*)", re.DOTALL)
+READ_REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:<>|<)(?![<&(])\s*(.*)", re.DOTALL)
 
 
 def _pattern(raw: str) -> str | None:
@@ -407,7 +407,7 @@ def _paths(cmd: Sequence[Word], redirects: Sequence[str], wrappers: Sequence[Wor
         pat = _pattern(raw)
         out.append(_UNKNOWN + raw if pat is None else pat)
     for r in redirects:
-        m = _READ_REDIRECT.fullmatch(r.strip())
+        m = READ_REDIRECT.fullmatch(r.strip())
         if m is not None and m.group(1):
             dest = m.group(1).strip()
             pat = _pattern(dest)

@@ -70,6 +70,9 @@ TRICKS = [
     "grep -f~/.ssh/id_rsa x", "grep -f.env x", "grep --file=.env x", "sort -T. .env", "cat '.env'", 'cat ".env"',
     "cat .\\env", "cat ./.env", "cat src/../.env", "date -f .env", "head -c 99 .env | base64",
     "cat ~/.ssh/{{id_rsa,config}}",
+    # a redirect on a group feeds every command inside it
+    "{{ cat; }} < ~/.ssh/id_rsa", "(cat) < .env", "if true; then cat; fi < .env", "for i in 1; do head -1; done < .env",
+    "while true; do {{ head -1; }} < .env; done",
 ]
 
 
