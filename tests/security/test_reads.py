@@ -126,3 +126,26 @@ def test_edits_do_not_show_a_denied_file(attack, mode: str) -> None:
     done = {e["call_id"]: e["result"] for e in out.events("tool_call_done")}
     assert done["e2"]["status"] == "ok", done  # edits elsewhere run: the bench is live
     assert MARK in (attack.workspace / ".env").read_text()
+
+
+def test_planted_instruction_symlinks_do_not_reach_the_model(tmp_path: Path) -> None:
+    """AGENTS.md / CLAUDE.md go to the model unasked: a repository's ``CLAUDE.md -> ~/.ssh/id_rsa``
+    (or ``AGENTS.md -> .env`` with ``Read(./.env)``) must not carry the file into the system prompt."""
+    from cox.actors.session.request import Assembler
+    from cox.policy.permission import Engine
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(f"{MARK} ssh\n")
+    (ws / "docs").mkdir(parents=True)
+    (ws / ".env").write_text(f"{MARK} env\n")
+    (ws / "CLAUDE.md").symlink_to(home / ".ssh" / "id_rsa")
+    (ws / "AGENTS.md").symlink_to(ws / ".env")
+    guard = Engine.compile(deny=["Read(./.env)"], home=home, roots=[ws]).read_guard()
+    system = "\n".join(Assembler("m", [], ws, reads=guard).build([]).system)
+    assert MARK not in system
+    assert "CLAUDE.md" in system and "left out" in system
+    (ws / "AGENTS.md").unlink()
+    (ws / "docs" / "AGENTS.md").write_text("use tabs\n")
+    (ws / "AGENTS.md").symlink_to(ws / "docs" / "AGENTS.md")  # a link inside its folder still works
+    assert "use tabs" in "\n".join(Assembler("m", [], ws, reads=guard).build([]).system)

@@ -225,7 +225,8 @@ class SessionActor(CoxActor):
         from cox.actors.tools.registry import specs
 
         self.assembler = Assembler(settings.model, specs(tools), settings.cwd,
-                                   microcompact_after_turns=settings.microcompact_after_turns)
+                                   microcompact_after_turns=settings.microcompact_after_turns,
+                                   reads=engine.read_guard() if hasattr(engine, "read_guard") else None)
         from .dedup import ReadCache
 
         # A repeated read is answered from the earlier result only while that result is still
