@@ -283,7 +283,10 @@ class ReadGuard:
         a subshell's ``cd`` or a failing one leaves the shell where it was)."""
         args = [p for p in c.paths if p != "--"]
         new: list[str | None]
-        if name == "popd" or args[:1] == ["-"] or any(p.startswith(UNKNOWN) or _MAGIC.search(p) for p in args[:1]):
+        rotates = name == "pushd" and bool(re.fullmatch(r"[+-]\d+", args[0] if args else "")) or (
+            name == "pushd" and not args)  # ``pushd +1``, bare ``pushd``: a folder on the stack
+        if name == "popd" or rotates or args[:1] == ["-"] or any(p.startswith(UNKNOWN) or _MAGIC.search(p)
+                                                                for p in args[:1]):
             new = [None]
         elif not args:
             new = [self.home]

@@ -65,7 +65,8 @@ TRICKS = [
     "find . -print0 | wc --files0-from=-", "echo .env | xargs cat",
     # variables, cd, redirects, attached option values
     "cat $F", 'cat "$X"', "cd $X && cat id_rsa", "cd - && cat .env", "cd ~/.ssh && cat id_rsa", "cd ~ && cat .ssh/id_rsa",
-    "cd src && cat ../.env", "(cd /tmp); cat .env", "cd /tmp || cat .env", "pushd ~/.ssh && cat id_rsa",
+    "cd src && cat ../.env", "(cd /tmp); cat .env", "cd /tmp || cat .env", "pushd ~/.ssh && cat id_rsa", "pushd +1 && cat id_rsa",
+    "pushd && cat id_rsa", "popd && cat id_rsa",
     "cat < ~/.ssh/id_rsa", "cat <~/.ssh/id_rsa", "cat 0< .env", "cat 0<.env", "cat <'.env'", 'cat <"$HOME/.ssh/id_rsa"',
     "grep -f~/.ssh/id_rsa x", "grep -f.env x", "grep --file=.env x", "sort -T. .env", "cat '.env'", 'cat ".env"',
     "cat .\\env", "cat ./.env", "cat src/../.env", "date -f .env", "head -c 99 .env | base64",
