@@ -211,3 +211,20 @@ def test_the_account_home_is_protected_when_home_points_elsewhere() -> None:
     assert kind(e, f"rg key {own}") == "ask"
     assert e.denied_path(f"{own}/.ssh/id_rsa") is not None
     assert kind(e, "cat <<< ~/.ssh/id_rsa") == "allow"  # a here-string is text, not a file
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    ("cat .e'n'\\v", "cat .env"), ("cat < .e'n'\\v", "cat < .e'n'\\v"), ("'r'\\m -rf x", "rm -rf x"),
+    ('"r"\\m -rf x', "rm -rf x"), ("echo 'a'\\b c", "echo ab c"), ("echo a b", "echo a b"),
+])
+def test_a_quote_followed_by_an_escape_is_one_word(line: str, want: str) -> None:
+    """tree-sitter-bash splits ``'a'\\b`` into two words; bash reads one (``ab``)."""
+    assert split(line).commands[0].text == want
+
+
+def test_split_words_do_not_dodge_rules(box: tuple[Path, Path]) -> None:
+    from cox.protocol.types import PermissionMode as Mode
+    from tests.policy.helpers import engine, kind
+
+    assert kind(engine(allow=["Bash"], deny=["Bash(rm:*)"]), "'r'\\m -rf x", mode=Mode.BYPASS) == "deny"
+    assert _decide(_engine(box), "cat < .e'n'\\v") == "ask"
