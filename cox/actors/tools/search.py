@@ -16,6 +16,14 @@ a file ``grep`` searches and an entry ``ls`` hides is one the others skip:
 - hidden files are listed (``.github/`` matters); ``.git`` itself never; symlinks are not
   followed (one could lead out of the workspace). A folder you name explicitly is listed whole
   even when .gitignore hides it, since asking for it is the point.
+- Read deny rules (the session's, ``ToolEnv.reads``) win over everything: a denied path named
+  explicitly is denied; in a listing or a search, denied files — as listed or with their folders
+  resolved (a tracked ``a/key`` whose ``a`` became a symlink) — and files that lead out of the
+  workspace are skipped before any backend opens them, and the answer counts them. ``ls`` leaves
+  a denied entry out too (a key's file name can say whose it is). Listed files are opened with
+  ``O_NOFOLLOW`` and re-checked once they matched, so a file or folder swapped for a symlink
+  while the search ran is dropped. ripgrep is given the kept files by name, so no ``--glob``
+  exclude is needed: it never sees the others.
 
 ``grep`` runs ripgrep over that list when ``rg`` is on PATH and otherwise searches in Python;
 both fill the same :class:`Hits`, so they give the same answer, sorted by path then line. The
@@ -785,7 +793,8 @@ class GrepTool(BaseTool):
     name = "grep"
     description = (
         "Search file contents with a regular expression (ripgrep syntax), one line at a time, in the "
-        "workspace or under path. Skips files .gitignore hides, binary files and .git. Results are sorted "
+        "workspace or under path. Skips files .gitignore hides, binary files, .git and files a Read deny rule "
+        "covers (it says how many). Results are sorted "
         "by path then line, as path:line:text (context lines as path-line-text). glob filters files "
         "(*.py matches at any depth, src/**/*.ts from the search folder). files_with_matches lists only "
         "the files. max_results (default 200) bounds matches (or files) shown."
@@ -895,7 +904,7 @@ class GlobTool(BaseTool):
     description = (
         "Find files by name with a glob pattern such as **/*.py or src/**/test_*.{ts,tsx}: * and ? stay "
         "within one folder, ** spans folders, a pattern without / matches only the top folder. Files "
-        ".gitignore hides are left out. Returns paths sorted."
+        ".gitignore hides and files a Read deny rule covers are left out. Returns paths sorted."
     )
     input_schema = {
         "type": "object",
@@ -949,7 +958,7 @@ class LsTool(BaseTool):
     name = "ls"
     description = (
         "List one folder: entries sorted by name, folders end with /, symlinks with @. Entries .gitignore "
-        "hides are left out and counted."
+        "hides or a Read deny rule covers are left out and counted."
     )
     input_schema = {
         "type": "object",
