@@ -145,9 +145,11 @@ class Engine:
         return [] if subject.endswith(":*") else [f"{name}({subject})"]
 
     def denied_path(self, path: str, tool: str = "read") -> Rule | None:
-        """The deny rule that covers reading (or, with ``tool="edit"``, editing) ``path``, so a
-        search tool can skip files a deny rule keeps out of the model's sight."""
+        """The deny rule that covers reading (as written or with symlinks resolved: the file
+        tools' check, :meth:`read_guard`) or, with ``tool="edit"``, editing ``path``."""
         p = self._path(path)
+        if tool == "read":
+            return self.read_guard().refuses(p)
         return next((r for r in self._bucket("deny", tool) if r.matches(p)), None)
 
     # --- non-bash tools --------------------------------------------------------------------
