@@ -70,7 +70,7 @@ TRICKS = [
     "cat < ~/.ssh/id_rsa", "cat <~/.ssh/id_rsa", "cat 0< .env", "cat 0<.env", "cat <'.env'", 'cat <"$HOME/.ssh/id_rsa"',
     "grep -f~/.ssh/id_rsa x", "grep -f.env x", "grep --file=.env x", "sort -T. .env", "cat '.env'", 'cat ".env"',
     "cat .\\env", "cat ./.env", "cat src/../.env", "date -f .env", "head -c 99 .env | base64",
-    "cat ~/.ssh/{{id_rsa,config}}",
+    "cat ~/.ssh/{{id_rsa,config}}", "cat {{src,~/.ssh}}/id_rsa", "cat .{{x,env}}", "cat x{{1..3}}",
     # a redirect on a group feeds every command inside it
     "{{ cat; }} < ~/.ssh/id_rsa", "(cat) < .env", "if true; then cat; fi < .env", "for i in 1; do head -1; done < .env",
     "while true; do {{ head -1; }} < .env; done",
@@ -107,7 +107,7 @@ def test_symlinks_in_the_workspace_are_resolved(box: tuple[Path, Path], line: st
     "cat src/a.py", "cat src/*.py", "grep -rn print src", "rg print src", "grep -r TOKEN src", "ls", "ls -la",
     "cat ~/notes.txt", "cat ~/*.txt", "diff src/a.py src/a.py", "grep --include=*.py -rn x src", "wc -l src/a.py",
     "echo $HOME", "printf '%s\\n' \"$X\"", "test -f .env", "echo .env", "git status", "git log --oneline",
-    "sort src/a.py", "cd src && cat a.py", "ls ~", "grep -e r src/a.py",
+    "sort src/a.py", "cd src && cat a.py", "ls ~", "grep -e r src/a.py", "cat src/{a,b}.py", "cat {src,sub}/a.py",
 ])
 def test_reads_elsewhere_still_run_unasked(box: tuple[Path, Path], line: str) -> None:
     assert _decide(_engine(box), line) == "allow", line
