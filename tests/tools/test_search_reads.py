@@ -161,3 +161,28 @@ def test_edit_and_apply_patch_do_not_show_a_denied_file(ws: tuple[Path, Path]) -
     assert MARK in (root / ".env").read_text()  # nothing was changed either
     res = run(EditTool(), env, path="src/a.py", old_string="fine", new_string="good")
     assert res.status is ToolStatus.OK  # other files still edit
+
+
+def test_cox_mcp_serve_tools_honour_the_users_read_rules(tmp_path: Path) -> None:
+    """``cox mcp serve`` hands the same tools to another client: its engine's guard goes with them."""
+    import os
+
+    from tests.mcp.test_mcp_serve import run as serve_run
+    from tests.mcp.test_mcp_serve import text
+
+    cox_home = Path(os.environ["COX_HOME"])
+    cox_home.mkdir(parents=True, exist_ok=True)
+    (cox_home / "config.toml").write_text('[permissions]\ndeny = ["Read(./.env)"]\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text(f"TOKEN={MARK}\n")
+    (ws / "a.txt").write_text("TOKEN=fine\n")
+
+    async def body(s: object) -> list[object]:
+        return [await s.call_tool("grep", {"pattern": "TOKEN"}), await s.call_tool("glob", {"pattern": "*"}),  # type: ignore[attr-defined]
+                await s.call_tool("ls", {})]  # type: ignore[attr-defined]
+
+    said = [text(r) for r in serve_run(ws, body)]  # type: ignore[arg-type]
+    assert all(MARK not in t for t in said), said
+    assert "a.txt" in said[0] and "1 file skipped: a Read deny rule covers it" in said[0]
+    assert ".env" not in said[2].splitlines()
