@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cox.protocol.types import Risk
 
-from .shell import Word, analyse, max_risk, plain_words, split_assignments, tails
+from .shell import READ_REDIRECT, Word, analyse, max_risk, plain_words, split_assignments, tails
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -243,8 +243,19 @@ class _Walk:
         assignments: list[str] = []
         redirects, extra = self.pending.pop(node.id, ([], []))
         redirects = list(redirects)
+        ends: list[int] = []  # where each word ends: tree-sitter splits ``'a'\b`` into two
         for child in node.named_children:
             t = child.type
+            if t in ("command_name", "word", "raw_string", "string", "concatenation", "ansi_c_string",
+                     "simple_expansion", "expansion", "number", "translated_string") and words and ends \
+                    and ends[-1] == child.start_byte:
+                inner = child.named_children[0] if t == "command_name" and child.named_child_count else child
+                w, tail = words[-1], self.word(inner)
+                words[-1] = Word(w.value + tail.value, w.raw + tail.raw, w.dynamic or tail.dynamic)
+                ends[-1] = child.end_byte
+                if inner.type not in _LEAVES:
+                    stack.append(inner)
+                continue
             if t == "variable_assignment" and not words:
                 assignments.append(self.text(child))
                 value = child.child_by_field_name("value")
@@ -257,13 +268,16 @@ class _Walk:
                 child = child.named_children[0]
                 t = child.type
                 words.append(self.word(child))
+                ends.append(child.end_byte)
             elif t in _REDIRECTS:
                 kept, more, _ = self.redirect(child)
                 if kept:
                     redirects.append(kept)
                 words.extend(more)
+                ends.extend(-1 for _ in more)
             elif t not in ("comment", "ERROR"):
                 words.append(self.word(child))
+                ends.append(child.end_byte)
             if t not in _LEAVES:  # look inside for $(…), <(…) and what they run
                 stack.append(child)
         self.add(words + extra, assignments, redirects)
@@ -280,6 +294,16 @@ class _Walk:
                 extra.extend(more)
         if body is not None and body.type == "command":
             self.pending[body.id] = (kept, extra)
+        elif body is not None:  # ``{ cat; } < F``, ``while …; done < F``: every command inside reads F
+            inputs = [k for k in kept if READ_REDIRECT.fullmatch(k.strip())]
+            todo = [body] if inputs else []
+            while todo:
+                n = todo.pop()
+                if n.type == "command":
+                    mine, words = self.pending.get(n.id, ([], []))
+                    self.pending[n.id] = ([*mine, *inputs], words)
+                else:
+                    todo.extend(n.named_children)
 
     def redirect(self, node: Node) -> tuple[str | None, list[Word], str | None]:
         """``(text to keep in the command, stray words, path written to)`` of one redirect.
@@ -293,11 +317,14 @@ class _Walk:
                 op = child.type
                 break
         dests = node.children_by_field_name("destination")
-        more = [self.word(d) for d in dests[1:]]
-        dest = self.text(dests[0]) if dests else ""
+        joined = 1  # tree-sitter splits ``< 'a'\b`` into two destinations: bash reads one word
+        while joined < len(dests) and dests[joined].start_byte == dests[joined - 1].end_byte:
+            joined += 1
+        more = [self.word(d) for d in dests[joined:]]
+        dest = self.slice(dests[0].start_byte, dests[joined - 1].end_byte) if dests else ""
         if op in (">&-", "<&-") or (op in (">&", "<&") and (dest.isdigit() or dest == "-" or not dests)):
             return None, more, None
-        kept = self.slice(node.start_byte, dests[0].end_byte) if dests else self.text(node)
+        kept = self.slice(node.start_byte, dests[joined - 1].end_byte) if dests else self.text(node)
         if op in _OUTPUT_OPS:
             if dest in _SAFE_SINKS:
                 return None, more, None

@@ -9,7 +9,8 @@ itself too, so a deny on a tree also stops a search rooted at it. A trailing ``/
 - ``/…`` (and Claude Code's ``//…``): that absolute path;
 - anything else, with or without ``./``: each workspace root.
 
-Home and roots are also tried with symlinks resolved, since subjects are confined (real) paths.
+Home and roots are also tried with symlinks resolved, since subjects are confined (real) paths;
+``~`` also means the account's own home when ``$HOME`` points elsewhere.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-__all__ = ["GlobError", "compile_glob", "escape", "normalise"]
+__all__ = ["GlobError", "compile_glob", "escape", "homes", "normalise", "segment_regex"]
 
 
 class GlobError(ValueError):
@@ -40,7 +41,10 @@ def normalise(path: str, home: str, cwd: str) -> str:
         path = home + path[1:]
     elif not path.startswith("/"):
         path = cwd.rstrip("/") + "/" + path
-    return posixpath.normpath(path) if path not in ("", "/") else "/"
+    if path in ("", "/"):
+        return "/"
+    out = posixpath.normpath(path)
+    return "/" + out.lstrip("/") if out.startswith("//") else out  # ``//x`` is ``/x`` on Linux
 
 
 def _variants(base: str) -> list[str]:
@@ -54,9 +58,24 @@ def _variants(base: str) -> list[str]:
     return out
 
 
+def homes(home: str) -> list[str]:
+    """The home folder as configured and, when it differs, the account's own (``~root`` is
+    /root whatever ``$HOME`` says): a rule about ``~/.ssh`` protects both."""
+    out = _variants(home)
+    try:
+        import pwd
+
+        own = pwd.getpwuid(os.geteuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        return out
+    if own and own.startswith("/") and own not in ("/", "/nonexistent"):
+        out.extend(v for v in _variants(own) if v not in out)
+    return out
+
+
 def _absolute(pattern: str, home: str, roots: Sequence[str]) -> list[str]:
     if pattern == "~" or pattern.startswith("~/"):
-        return [escape(b) + pattern[1:] for b in _variants(home)]
+        return [escape(b) + pattern[1:] for b in homes(home)]
     if pattern.startswith("~"):
         raise GlobError("only ~ and ~/… name the home directory (not ~user)")
     if pattern.startswith("/"):
@@ -133,3 +152,12 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
         return re.compile("(?:" + "|".join(dict.fromkeys(alternatives)) + r")\Z", re.DOTALL)
     except re.error as exc:
         raise GlobError(f"not a valid glob ({exc})") from exc
+
+
+def segment_regex(segment: str) -> re.Pattern[str]:
+    """One path segment's glob (a shell glob word's part between slashes) as an anchored regex;
+    a class that does not compile matches its characters literally."""
+    try:
+        return re.compile(_translate(segment) + r"\Z", re.DOTALL)
+    except re.error:
+        return re.compile(re.escape(segment) + r"\Z", re.DOTALL)

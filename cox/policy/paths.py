@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PathEscape", "confine"]
+__all__ = ["PathEscape", "confine", "lexical"]
 
 
 class PathEscape(ValueError):
@@ -56,3 +56,10 @@ def confine(path: str | os.PathLike[str], roots: Sequence[str | os.PathLike[str]
     raise PathEscape(f"{raw} resolves{via} to {resolved}, outside the workspace "
                      f"{'root' if len(real_roots) == 1 else 'roots'} ({where}); "
                      "only files inside the workspace can be used")
+
+
+def lexical(path: str | os.PathLike[str], cwd: str | os.PathLike[str], home: str | os.PathLike[str] | None = None) -> str:
+    """``path`` made absolute as written (``~`` expanded, ``..`` collapsed) with no symlink
+    resolved: what a rule about the name the model used sees, next to :func:`confine`'s real path."""
+    expanded = _expand(os.fspath(path), Path(home) if home is not None else None)
+    return os.path.normpath(os.path.join(os.fspath(cwd), expanded))

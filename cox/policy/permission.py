@@ -145,9 +145,11 @@ class Engine:
         return [] if subject.endswith(":*") else [f"{name}({subject})"]
 
     def denied_path(self, path: str, tool: str = "read") -> Rule | None:
-        """The deny rule that covers reading (or, with ``tool="edit"``, editing) ``path``, so a
-        search tool can skip files a deny rule keeps out of the model's sight."""
+        """The deny rule that covers reading (as written or with symlinks resolved: the file
+        tools' check, :meth:`read_guard`) or, with ``tool="edit"``, editing ``path``."""
         p = self._path(path)
+        if tool == "read":
+            return self.read_guard().refuses(p)
         return next((r for r in self._bucket("deny", tool) if r.matches(p)), None)
 
     # --- non-bash tools --------------------------------------------------------------------
@@ -212,7 +214,7 @@ class Engine:
         for r in allow:
             if r.matches_line(line):
                 return _by_rule("allow", r, "allow-rule", f"allowed by {_named(r)}")
-        secret = {} if opaque else self._read_guard().check(sp)
+        secret = {} if opaque else self.read_guard().check(sp)
         covered = None if opaque else _cover(sp, allow, frozenset(), secret)
         if covered is not None:
             used = tuple(dict.fromkeys(r.text for r in covered[0]))
@@ -235,9 +237,12 @@ class Engine:
         if risk is Risk.READ_ONLY and not secret:
             return Outcome("allow", "every command is read-only", step="risk")
         if secret:
-            text, (r, path) = next(iter(secret.items()))
-            return Outcome("ask", f"`{text}` may read {path}, and {_named(r)} denies reading there",
-                           r.text, r.origin, "risk", (r.text,))
+            text, found = next(iter(secret.items()))
+            r = found.rule
+            why = (f"`{text}` may read {found.what}, which could be a file Read deny rules protect (such as "
+                   f"{_named(r)}); the file tools (read, grep, glob, ls) skip such files") if found.unsure else (
+                   f"`{text}` may read {found.what}, and {_named(r)} denies reading there")
+            return Outcome("ask", why, r.text, r.origin, "risk", (r.text,))
         if opaque:
             why = "; ".join(sp.reasons) or "the tool could not vouch for it"
             return Outcome("ask", f"no allow rule can vouch for this line: {why}", step="risk")
@@ -250,7 +255,9 @@ class Engine:
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _read_guard(self) -> ReadGuard:
+    def read_guard(self) -> ReadGuard:
+        """The Read deny rules compiled once: bash reads are checked with it, and the file tools
+        get it (``ToolEnv.reads``) to skip what those rules deny."""
         guard = self._reads
         if guard is None:
             guard = self._reads = ReadGuard(self._bucket("deny", "read"), self.home, self.roots)

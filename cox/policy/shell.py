@@ -304,31 +304,180 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
         pos += len(parts[k]) + 1
 
 
-_HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
+_UNKNOWN = "\0"  # a path only the running shell knows (cox.policy.reads.UNKNOWN)
+_VAR = re.compile(r"\$(?:\{(HOME|PWD)\}|(HOME|PWD)(?![A-Za-z0-9_]))")
+_GLOB_CHARS = "*?[\\"
+READ_REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:<>|<)(?![<&(])\s*(.*)", re.DOTALL)
 
 
-def _paths(cmd: Sequence[Word], redirects: Sequence[str]) -> list[str]:
-    """The arguments (and ``< file`` inputs) that may name a file, ``$HOME`` read as ``~``: the
-    engine checks them against Read deny rules before a read-only command runs unasked."""
+def _pattern(raw: str) -> str | None:
+    """A word as written (``raw``) as a path glob in the rules' syntax: quoted or escaped glob
+    characters become ``\\x``, unquoted ones stay live; a leading ``$HOME``/``${HOME}`` is
+    ``~``, ``$PWD`` and ``~+`` are ``.``. None when the value is only known when it runs (any
+    other expansion, ``~-``, brace or extended globs)."""
     out: list[str] = []
-    skip_sub = cmd[0].value == "git"  # ``git status``: the sub-command is not a path
+    i, n = 0, len(raw)
+    if raw == "~+" or raw.startswith("~+/"):
+        out.append(".")
+        i = 2
+    elif raw.startswith("~-"):
+        return None
+    quote = ""
+    while i < n:
+        c = raw[i]
+        if c == "$" and quote != "'":
+            m = _VAR.match(raw, i)
+            if m is None or out:
+                return None
+            out.append("~" if (m.group(1) or m.group(2)) == "HOME" else ".")
+            i = m.end()
+            continue
+        if c == "`" and quote != "'":
+            return None
+        if quote == "'":
+            if c == "'":
+                quote = ""
+            else:
+                out.append("\\" + c if c in _GLOB_CHARS else c)
+            i += 1
+            continue
+        if quote == '"':
+            if c == '"':
+                quote = ""
+            elif c == "\\" and i + 1 < n and raw[i + 1] in '$`"\\\n':
+                i += 1
+                out.append("\\" + raw[i] if raw[i] in _GLOB_CHARS else raw[i])
+            else:
+                out.append("\\" + c if c in _GLOB_CHARS else c)
+            i += 1
+            continue
+        if c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+            if i < n:
+                out.append("\\" + raw[i] if raw[i] in _GLOB_CHARS else raw[i])
+        elif c in "{(" and re.search(r"[,)]|\.\.", raw[i:]):
+            return None  # brace expansion or an extended glob: let the guard assume the worst
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+MAX_BRACE_WORDS = 64
+
+
+def _unquoted(raw: str) -> list[int]:
+    """Indexes of the characters of ``raw`` outside quotes and not escaped."""
+    out: list[int] = []
+    quote, i = "", 0
+    while i < len(raw):
+        c = raw[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "\\":
+            i += 1
+        else:
+            out.append(i)
+        i += 1
+    return out
+
+
+def _braces(raw: str) -> list[str] | None:
+    """The words bash's brace expansion makes of ``raw`` (``a{b,c}`` → ``ab``, ``ac``), or None
+    for a sequence (``{1..9}``) or more than :data:`MAX_BRACE_WORDS` words."""
+    todo, done = [raw], []
+    while todo:
+        word = todo.pop()
+        free = _unquoted(word)
+        spot = None
+        for k, i in enumerate(free):
+            if word[i] != "{" or (i and word[i - 1] == "$"):
+                continue
+            depth, commas = 0, []
+            for j in free[k:]:
+                depth += {"{": 1, "}": -1}.get(word[j], 0)
+                if word[j] == "," and depth == 1:
+                    commas.append(j)
+                if depth == 0:
+                    if commas:
+                        spot = (i, commas, j)
+                    elif ".." in word[i:j]:
+                        return None
+                    break
+            if spot is not None:
+                break
+        if spot is None:
+            done.append(word)
+        else:
+            i, commas, j = spot
+            cuts = [i, *commas, j]
+            todo.extend(word[:i] + word[a + 1:b] + word[j + 1:] for a, b in zip(cuts, cuts[1:], strict=False))
+        if len(todo) + len(done) > MAX_BRACE_WORDS:
+            return None
+    return done[::-1]
+
+
+def _files_from(v: str, program: str) -> bool:
+    """``--files0-from=F`` (GNU abbreviations too): the command reads the files named in F."""
+    name = v.split("=", 1)[0]
+    least = 3 if program in ("wc", "du", "sort") else 8
+    return len(name) >= least and "--files0-from".startswith(name)
+
+
+def _paths(cmd: Sequence[Word], redirects: Sequence[str], wrappers: Sequence[Word] = ()) -> list[str]:
+    """What a command may open as a file, for :class:`cox.policy.reads.ReadGuard`: each
+    argument, option value (``--file=F``, and every tail of ``-fF``) and ``< F`` input as a
+    path glob (:func:`_pattern`); ``"\\0what"`` for a path only the running shell knows (a
+    variable, file names read from input)."""
+    out: list[str] = []
+    program = cmd[0].value
+    if any(w.value == "xargs" for w in wrappers):
+        out.append(_UNKNOWN + "the files xargs names from its input")
+    skip_sub = program == "git"  # ``git status``: the sub-command is not a path
+    value_of = ""
     for w in cmd[1:]:
         v = w.value
-        if skip_sub and not v.startswith("-"):
+        if skip_sub and not v.startswith("-") and value_of not in ("-C", "-c"):
             skip_sub = False
             continue
-        if v.startswith("-"):
+        value_of = v
+        if v.startswith("--"):
+            if _files_from(v, program):
+                out.append(_UNKNOWN + f"the files {v.split('=', 1)[0]} names")
             if "=" not in v:
                 continue
-            v = v.split("=", 1)[1]
-        if w.dynamic or "$" in v:
-            v = _HOME_VAR.sub("~", v, count=1) if _HOME_VAR.match(v) else ""
-        if v:
-            out.append(v)
+            raw = w.raw.split("=", 1)[1] if "=" in w.raw else v.split("=", 1)[1]
+        elif v.startswith("-") and len(v) > 1:
+            # ``-fFILE``: any tail may be an attached value (``grep -f~/.ssh/id_rsa``)
+            if len(v) > 2 and not w.dynamic:
+                out.extend(_escape(v[k:]) for k in range(2, min(len(v), 256)))
+            elif len(v) > 2:
+                out.append(_UNKNOWN + v)
+            continue
+        else:
+            raw = w.raw
+        words = _braces(raw) if "{" in raw else [raw]
+        for one in words if words is not None else [raw]:
+            pat = None if words is None else _pattern(one)
+            out.append(_UNKNOWN + raw if pat is None else pat)
     for r in redirects:
-        if r[:1] == "<" and r[1:2] not in ("<", "&"):
-            out.append(r[1:].strip().strip("'\""))
+        m = READ_REDIRECT.fullmatch(r.strip())
+        if m is not None and m.group(1):
+            dest = m.group(1).strip()
+            pat = _pattern(dest)
+            out.append(_UNKNOWN + dest if pat is None else pat)
     return out
+
+
+def _escape(value: str) -> str:
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in value)
 
 
 def tails(tokens: Sequence[str]) -> list[str]:
@@ -357,7 +506,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     bare = " ".join(parts)
     text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
     as_written = " ".join([*assignments, *all_parts, *redirects]) if assignments or start else text
-    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why, paths=_paths(cmd, redirects))
+    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why, paths=_paths(cmd, redirects, words[:start]))
     if as_written != text:
         out.forms.append(as_written)
     if bare != text:

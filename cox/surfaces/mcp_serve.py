@@ -76,7 +76,7 @@ class ToolServer:
         return ToolEnv(roots=[self.cwd], cwd=self.cwd, cancel=cancel,
                        output=output or (lambda chunk: None),
                        bash_timeout_s=float(t.bash_timeout_s), bash_max_timeout_s=float(t.bash_max_timeout_s),
-                       home=self.home,
+                       home=self.home, reads=self.engine.read_guard(),
                        extra={"sandbox_mode": self.sandbox_mode,
                               "writable_roots": [Path(p).expanduser() for p in box.writable_roots],
                               "network": bool(box.network)})

@@ -230,7 +230,8 @@ class SessionActor(CoxActor):
         from cox.actors.tools.registry import specs
 
         self.assembler = Assembler(settings.model, specs(tools), settings.cwd,
-                                   microcompact_after_turns=settings.microcompact_after_turns)
+                                   microcompact_after_turns=settings.microcompact_after_turns,
+                                   reads=engine.read_guard() if hasattr(engine, "read_guard") else None)
         from .dedup import ReadCache
 
         # A repeated read is answered from the earlier result only while that result is still
@@ -871,7 +872,7 @@ class SessionActor(CoxActor):
             roots=self.s.roots, cwd=self.s.cwd, cancel=scope, processes=turn.processes if turn else [],
             output=lambda chunk: me.tell(("tool_output", gen, call.id, chunk)),
             bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
-            extra=self.tool_extra,
+            extra=self.tool_extra, reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
 
     def _archive_put(self, data: bytes) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,22 @@ def tool_block(specs: list[ToolSpec]) -> str:
     )
 
 
-def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024) -> str:
-    """AGENTS.md / CLAUDE.md from the workspace and its parents, outermost first."""
+def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024, reads: Any = None) -> str:
+    """AGENTS.md / CLAUDE.md from the workspace and its parents, outermost first. They reach the
+    model unasked, so one a repository planted as a symlink out of its folder (``CLAUDE.md ->
+    ~/.ssh/id_rsa``) or one the session's Read deny rules (``reads``) cover is left out, named."""
     found: list[str] = []
     for folder in reversed([cwd, *cwd.parents]):
         for name in INSTRUCTION_FILES:
             path = folder / name
             try:
-                if path.is_file():
+                real = os.path.realpath(path)
+                holder = os.path.realpath(folder)
+                if path.is_file() and not real.startswith(holder.rstrip("/") + "/"):
+                    found.append(f"# {name} ({path}) left out: it is a symlink to {real}, outside its folder\n")
+                elif path.is_file() and reads is not None and reads.refuses(str(path)) is not None:
+                    found.append(f"# {name} ({path}) left out: a Read deny rule covers it\n")
+                elif path.is_file():
                     text = path.read_text(encoding="utf-8", errors="replace")[:limit_bytes]
                     found.append(f"# {name} instructions ({path})\n\n{text.rstrip()}\n")
             except OSError:
@@ -109,13 +118,13 @@ class Assembler:
     """Holds the session's stable blocks and builds each request."""
 
     def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192,
-                 microcompact_after_turns: int = 6) -> None:
+                 microcompact_after_turns: int = 6, reads: Any = None) -> None:
         self.model = model
         self.microcompact_after_turns = microcompact_after_turns
         self.specs = sorted(specs, key=lambda s: s.name)
         self.cwd = cwd
         self.max_output_tokens = max_output_tokens
-        self.stable = [tool_block(self.specs), SYSTEM_PROMPT, instruction_block(cwd)]
+        self.stable = [tool_block(self.specs), SYSTEM_PROMPT, instruction_block(cwd, reads=reads)]
 
     def set_tools(self, specs: list[ToolSpec]) -> None:
         """The tool set really changed (a deferred tool joined): the one time system[0] changes."""

@@ -10,13 +10,14 @@ holds, and nothing was written.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cox.policy.paths import confine
+from cox.policy.paths import PathEscape, confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
-from .base import BaseTool, ToolEnv, ToolInputError
+from .base import BaseTool, ToolEnv, ToolInputError, path_denied
 from .protected import check_writable
 
 if TYPE_CHECKING:
@@ -62,6 +63,10 @@ def resolver(env: ToolEnv, workdir: str | None = None) -> Resolve:
     def resolve(raw: str) -> Path:
         path = confine(raw, env.roots, cwd=base, home=env.home)
         check_writable(path, env.roots)  # every path of a patch is written (or removed)
+        rule = path_denied(env, os.path.join(base, raw), path)
+        if rule is not None:  # a failed hunk shows the file's lines: a patch reads what it changes
+            raise PathEscape(f"{raw}: a Read deny rule ({rule.text}, from {rule.origin}) covers it, so "
+                             "apply_patch does not read or change it")
         return path
 
     return resolve

@@ -7,14 +7,20 @@ Tools never crash the turn: the ToolCall actor turns an exception into an error 
 
 from __future__ import annotations
 
+import functools
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from cox.policy.reads import ReadGuard
+    from cox.policy.rules import Rule
 
 
 class ToolInputError(ValueError):
@@ -36,6 +42,39 @@ class ToolEnv:
     processes: list[Any] = field(default_factory=list)
     """Processes the call started and has not reaped yet; whoever ends the call early (a crash,
     a kill) ends and reaps these, so no process outlives its call."""
+    reads: ReadGuard | None = None
+    """The session's Read deny rules, compiled once by its engine (``Engine.read_guard``): the
+    file tools never open what they deny. None: cox's built-in rules (see :func:`read_guard`)."""
+
+
+def read_guard(env: ToolEnv) -> ReadGuard:
+    """The Read deny rules the file tools honour: the session's, or — for a tool run without
+    them — cox's built-in credential-store rules, so forgetting to pass them fails closed."""
+    if env.reads is not None:
+        return env.reads
+    return _builtin_guard(str(env.home), tuple(os.fspath(r) for r in env.roots))
+
+
+@functools.lru_cache(maxsize=8)
+def _builtin_guard(home: str, roots: tuple[str, ...]) -> ReadGuard:
+    from cox.policy.permission import Engine
+
+    return Engine.compile(home=home, roots=list(roots)).read_guard()
+
+
+def path_denied(env: ToolEnv, raw: str, real: Path, *, below: bool = False) -> Rule | None:
+    """The Read deny rule covering a path the model named: as written (``raw``, relative to the
+    cwd) or as resolved (``real``, from ``confine``); ``below``: or anything inside that folder."""
+    from cox.policy.paths import lexical
+
+    guard = read_guard(env)
+    return guard.refuses(lexical(raw, env.cwd, env.home), below=below) or guard.refuses(str(real), below=below)
+
+
+def read_denied(shown: str, rule: Rule) -> ToolResult:
+    """The answer to a file tool asked for a path a Read deny rule covers."""
+    return ToolResult.denied(f"{shown}: reading it is denied by {rule.text} (from {rule.origin}); "
+                             "files a Read deny rule covers are never read, listed or searched")
 
 
 class BaseTool(ABC):

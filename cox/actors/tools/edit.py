@@ -22,7 +22,7 @@ from typing import Any
 from cox.atomic import LinkInTheWay, read_file, write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
-from .base import ToolEnv, ToolInputError
+from .base import ToolEnv, ToolInputError, path_denied, read_denied
 from .files import BINARY_SNIFF, PathTool, display, resolve
 from .protected import check_writable
 
@@ -222,6 +222,9 @@ class EditTool(PathTool):
         if not isinstance(replace_all, bool):
             raise ToolInputError("'replace_all' must be true or false")
         where = display(path, env)
+        rule = path_denied(env, str(call.input["path"]), path)
+        if rule is not None:  # a miss shows the nearest lines and a hit the diff: edit reads the file
+            return read_denied(where, rule)
         if old == new:
             return ToolResult.error("old_string and new_string are the same; there is nothing to change")
         if not old:

@@ -9,7 +9,7 @@ from cox.atomic import LinkInTheWay, write_atomic
 from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
-from .base import BaseTool, ToolEnv, ToolInputError
+from .base import BaseTool, ToolEnv, ToolInputError, path_denied, read_denied
 from .images import read_image
 from .protected import check_writable
 
@@ -75,6 +75,9 @@ class ReadTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
+        rule = path_denied(env, str(call.input["path"]), path)
+        if rule is not None:  # the engine denies it first; this holds wherever the tool runs
+            return read_denied(display(path, env), rule)
         if path.is_dir():
             return ToolResult.error(f"{display(path, env)} is a folder, not a file")
         if not path.exists():

@@ -16,6 +16,14 @@ a file ``grep`` searches and an entry ``ls`` hides is one the others skip:
 - hidden files are listed (``.github/`` matters); ``.git`` itself never; symlinks are not
   followed (one could lead out of the workspace). A folder you name explicitly is listed whole
   even when .gitignore hides it, since asking for it is the point.
+- Read deny rules (the session's, ``ToolEnv.reads``) win over everything: a denied path named
+  explicitly is denied; in a listing or a search, denied files — as listed or with their folders
+  resolved (a tracked ``a/key`` whose ``a`` became a symlink) — and files that lead out of the
+  workspace are skipped before any backend opens them, and the answer counts them. ``ls`` leaves
+  a denied entry out too (a key's file name can say whose it is). Listed files are opened with
+  ``O_NOFOLLOW`` and re-checked once they matched, so a file or folder swapped for a symlink
+  while the search ran is dropped. ripgrep is given the kept files by name, so no ``--glob``
+  exclude is needed: it never sees the others.
 
 ``grep`` runs ripgrep over that list when ``rg`` is on PATH and otherwise searches in Python;
 both fill the same :class:`Hits`, so they give the same answer, sorted by path then line. The
@@ -43,7 +51,7 @@ from cox.policy.paths import confine
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
-from .base import BaseTool, ToolEnv, ToolInputError
+from .base import BaseTool, ToolEnv, ToolInputError, path_denied, read_denied, read_guard
 from .files import BINARY_SNIFF, display
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # bigger files are skipped by both grep backends
@@ -366,6 +374,83 @@ def workspace_top(path: Path, env: ToolEnv) -> Path:
     return path
 
 
+class Readable:
+    """Which listed files a search may open: none a Read deny rule covers (as listed or with the
+    folders above it resolved: a tracked ``a/key`` whose ``a`` became a symlink to ``~/.ssh``)
+    and none that leads out of the workspace. Counts what it leaves out, for the answer."""
+
+    def __init__(self, env: ToolEnv) -> None:
+        self.guard = read_guard(env)
+        self.roots = [os.path.realpath(r) for r in env.roots]
+        self.real_dirs: dict[str, str] = {}
+        self.rechecked: dict[str, str] = {}
+        self.quiet: frozenset[str] = frozenset()
+        self.denied = 0
+        self.outside = 0
+
+    def _inside(self, path: str) -> bool:
+        return any(path == r or path.startswith(r.rstrip("/") + "/") for r in self.roots)
+
+    def why_not(self, path: str, real_dirs: dict[str, str] | None = None, quiet: frozenset[str] = frozenset()) -> str | None:
+        """``"denied"`` or ``"outside"`` when the file at absolute ``path`` may not be opened.
+        ``quiet``: folders no rule can match anything under (their files skip the rule check
+        while they resolve to themselves)."""
+        cache = self.real_dirs if real_dirs is None else real_dirs
+        folder, _, name = path.rpartition("/")
+        real_dir = cache.get(folder)
+        if real_dir is None:
+            real_dir = cache[folder] = os.path.realpath(folder or "/")
+        if real_dir == folder and any(folder == q or folder.startswith(q + "/") for q in quiet):
+            return None if self._inside(folder) else "outside"
+        real = real_dir.rstrip("/") + "/" + name
+        if not self._inside(real):
+            return "outside"
+        if self.guard.denied(path) is not None or (real != path and self.guard.denied(real) is not None):
+            return "denied"
+        return None
+
+    def ok(self, root: Path, rel: str) -> bool:
+        """Whether ``rel`` (under ``root``) may still be opened, checked again once a search
+        found lines in it, with its folder looked up anew (not from the listing's cache): a
+        folder swapped for a symlink while the search ran does not leak."""
+        return self.why_not(str(root).rstrip("/") + "/" + rel, self.rechecked, self.quiet) is None
+
+    def filter(self, root: Path, files: list[str]) -> list[str]:
+        """``files`` (relative to ``root``) without those it may not open, counted."""
+        top = str(root).rstrip("/") or "/"
+        quiet = frozenset({top} if self.guard.denied_below(top) is None else ())
+        self.quiet = quiet
+        base = top.rstrip("/") + "/"
+        kept: list[str] = []
+        for rel in files:
+            why = self.why_not(base + rel, None, quiet)
+            if why is None:
+                kept.append(rel)
+            elif why == "denied":
+                self.denied += 1
+            else:
+                self.outside += 1
+        return kept
+
+    def counts(self) -> dict[str, int]:
+        """The counts for a result's meta (only those that are not zero)."""
+        both = {"skipped_denied": self.denied, "skipped_outside": self.outside}
+        return {k: v for k, v in both.items() if v}
+
+    def note(self) -> str:
+        """What the answer says about the files left out ("" when none were)."""
+        parts = []
+        if self.denied:
+            one = self.denied == 1
+            parts.append(f"{self.denied} {'file' if one else 'files'} skipped: a Read deny rule "
+                         f"covers {'it' if one else 'them'}")
+        if self.outside:
+            one = self.outside == 1
+            parts.append(f"{self.outside} {'file' if one else 'files'} skipped: "
+                         f"{'it leads' if one else 'they lead'} outside the workspace")
+        return "(" + "; ".join(parts) + ")" if parts else ""
+
+
 def _resolve_dir(call_input: dict[str, Any], env: ToolEnv, key: str = "path") -> Path:
     raw = call_input.get(key)
     if raw is None or raw == "":
@@ -481,12 +566,24 @@ def _clip(text: str) -> str:
     return f"{text[:MAX_LINE_CHARS]} …[+{len(text) - MAX_LINE_CHARS} chars]"
 
 
+def _open_listed(path: Path) -> int:
+    """An fd for a listed file, never through a symlink put in its place since it was listed."""
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+
+
 def _searchable(path: Path) -> bytes | None:
-    """The bytes of a file grep may search: None for a binary, huge or unreadable one."""
+    """The bytes of a file grep may search: None for a binary, huge, unreadable or no longer
+    regular one."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
+        fd = _open_listed(path)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+                return None
+            data = f.read()
     except OSError:
         return None
     return None if b"\0" in data[:BINARY_SNIFF] else data
@@ -494,9 +591,14 @@ def _searchable(path: Path) -> bytes | None:
 
 def _is_text_file(path: Path) -> bool:
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return False
-        with open(path, "rb") as f:
+        fd = _open_listed(path)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+                return False
             return b"\0" not in f.read(BINARY_SNIFF)
     except OSError:
         return False
@@ -513,7 +615,8 @@ class Query:
     files_only: bool
 
 
-def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: CancelToken | None) -> str | None:
+def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: CancelToken | None,
+                  allowed: Callable[[str], bool] | None = None) -> str | None:
     """The fallback: Python's ``re``, one line at a time, with ripgrep's line rules. Returns
     the error for a bad pattern, else None."""
     flags = re.IGNORECASE if q.case_insensitive else 0
@@ -544,7 +647,7 @@ def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: Ca
                 found.append(i)
                 if q.files_only:
                     break
-        if not found:
+        if not found or (allowed is not None and not allowed(rel)):
             continue
         if not hits.wants(rel):
             hits.count(len(found))
@@ -575,9 +678,11 @@ def _batches(files: list[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def rg_search(rg: str, root: Path, files: list[str], q: Query, hits: Hits, env: ToolEnv) -> str | None:
+def rg_search(rg: str, root: Path, files: list[str], q: Query, hits: Hits, env: ToolEnv,
+              allowed: Callable[[str], bool] | None = None) -> str | None:
     """ripgrep over the listed files (passed by name, so rg's own ignore rules play no part).
-    Returns rg's error text for a bad pattern, else None."""
+    ``allowed`` checks each file with matches once more before its lines are kept. Returns
+    rg's error text for a bad pattern, else None."""
     # Plain ``path NUL line:text`` output: parsing JSON costs seconds on a million matches.
     # --text: no binary detection of its own (it would turn a late NUL into a line break);
     # the binary rule is ours, applied to both backends.
@@ -594,13 +699,14 @@ def rg_search(rg: str, root: Path, files: list[str], q: Query, hits: Hits, env: 
     for batch in _batches([f for f in files if "\n" not in f]):
         if env.cancel.cancelled:
             return None
-        error = _rg_run([*args, *batch], root, hits, env)
+        error = _rg_run([*args, *batch], root, hits, env, allowed)
         if error:
             return error
-    return python_search(root, odd, q, hits, env.cancel) if odd else None
+    return python_search(root, odd, q, hits, env.cancel, allowed) if odd else None
 
 
-def _rg_run(argv: list[str], root: Path, hits: Hits, env: ToolEnv) -> str | None:
+def _rg_run(argv: list[str], root: Path, hits: Hits, env: ToolEnv,
+            allowed: Callable[[str], bool] | None = None) -> str | None:
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
                                 start_new_session=True)
@@ -608,7 +714,7 @@ def _rg_run(argv: list[str], root: Path, hits: Hits, env: ToolEnv) -> str | None
         unregister = env.cancel.on_cancel(proc.kill)
         try:
             assert proc.stdout is not None
-            _rg_read(proc.stdout, root, hits)
+            _rg_read(proc.stdout, root, hits, allowed)
             code = proc.wait()
         finally:
             unregister()
@@ -627,7 +733,7 @@ def _rg_run(argv: list[str], root: Path, hits: Hits, env: ToolEnv) -> str | None
     return None
 
 
-def _rg_read(stream: Iterable[bytes], root: Path, hits: Hits) -> None:
+def _rg_read(stream: Iterable[bytes], root: Path, hits: Hits, allowed: Callable[[str], bool] | None = None) -> None:
     """Collect rg's lines per file (rg writes each file's lines together) into ``hits``."""
     path: bytes | None = None
     rel = ""
@@ -637,7 +743,7 @@ def _rg_read(stream: Iterable[bytes], root: Path, hits: Hits) -> None:
 
     def flush() -> None:
         # The fallback's file rules (rg searches a file named to it even when it is binary).
-        if path is None or not matches or not _is_text_file(root / rel):
+        if path is None or not matches or not _is_text_file(root / rel) or (allowed is not None and not allowed(rel)):
             return
         if keep:
             hits.add(rel, current)
@@ -682,7 +788,8 @@ class GrepTool(BaseTool):
     name = "grep"
     description = (
         "Search file contents with a regular expression (ripgrep syntax), one line at a time, in the "
-        "workspace or under path. Skips files .gitignore hides, binary files and .git. Results are sorted "
+        "workspace or under path. Skips files .gitignore hides, binary files, .git and files a Read deny rule "
+        "covers (it says how many). Results are sorted "
         "by path then line, as path:line:text (context lines as path-line-text). glob filters files "
         "(*.py matches at any depth, src/**/*.ts from the search folder). files_with_matches lists only "
         "the files. max_results (default 200) bounds matches (or files) shown."
@@ -727,6 +834,9 @@ class GrepTool(BaseTool):
                   bool(inp.get("files_with_matches")))
         max_results = _int(inp, "max_results", DEFAULT_MAX_RESULTS, 1, 5000)
         target = _resolve_dir(inp, env)
+        rule = path_denied(env, str(inp.get("path") or "."), target)
+        if rule is not None:
+            return read_denied(display(target, env), rule)
         if not target.exists():
             return ToolResult.error(f"{display(target, env)} does not exist")
         if target.is_dir():
@@ -735,6 +845,8 @@ class GrepTool(BaseTool):
         else:
             root = target.parent
             files = [target.name]
+        readable = Readable(env)
+        files = readable.filter(root, files)
         glob = inp.get("glob")
         if glob:
             if not isinstance(glob, str):
@@ -746,22 +858,28 @@ class GrepTool(BaseTool):
         rg = shutil.which("rg") if self.backend in ("auto", "rg") else None
         if self.backend == "rg" and rg is None:
             return ToolResult.error("grep: ripgrep (rg) is not on PATH")
+        def allowed(rel: str) -> bool:
+            return readable.ok(root, rel)
+
         if rg is not None:
-            error = rg_search(rg, root, files, q, hits, env)
+            error = rg_search(rg, root, files, q, hits, env, allowed)
         else:
-            error = python_search(root, files, q, hits, env.cancel)
+            error = python_search(root, files, q, hits, env.cancel, allowed)
         if error:
             return ToolResult.error(f"grep: {error}")
         if env.cancel.cancelled:
             return ToolResult.aborted("grep: interrupted")
         where = display(target, env)
+        note = readable.note()
+        skipped = readable.counts()
         if not hits.total_files:
-            return ToolResult(visible=f"no matches for /{pattern}/ in {where} ({len(files)} files searched)",
-                              meta={"matches": 0, "files": 0, "searched": len(files)})
+            text = f"no matches for /{pattern}/ in {where} ({len(files)} files searched)"
+            return ToolResult(visible=text + (f"\n{note}" if note else ""),
+                              meta={"matches": 0, "files": 0, "searched": len(files), **skipped})
         text, shown = hits.render(_prefix(root, env), q.context)
-        return ToolResult(visible=text, meta={"matches": hits.total_matches, "files": hits.total_files,
-                                              "shown": shown, "searched": len(files),
-                                              "backend": "rg" if rg else "python"})
+        return ToolResult(visible=text + (f"\n{note}" if note else ""),
+                          meta={"matches": hits.total_matches, "files": hits.total_files, "shown": shown,
+                                "searched": len(files), "backend": "rg" if rg else "python", **skipped})
 
 
 def _split_glob(pattern: str) -> tuple[str, str]:
@@ -781,7 +899,7 @@ class GlobTool(BaseTool):
     description = (
         "Find files by name with a glob pattern such as **/*.py or src/**/test_*.{ts,tsx}: * and ? stay "
         "within one folder, ** spans folders, a pattern without / matches only the top folder. Files "
-        ".gitignore hides are left out. Returns paths sorted."
+        ".gitignore hides and files a Read deny rule covers are left out. Returns paths sorted."
     )
     input_schema = {
         "type": "object",
@@ -806,25 +924,36 @@ class GlobTool(BaseTool):
         if not isinstance(pattern, str) or not pattern.strip():
             raise ToolInputError("'pattern' must be a non-empty string")
         base = _resolve_dir(call.input, env)
+        rule = path_denied(env, str(call.input.get("path") or "."), base)
         static, rest = _split_glob(pattern.strip())
         folder = confine(static, env.roots, cwd=base, home=env.home) if static != "." else base
+        if rule is None and static != ".":
+            rule = path_denied(env, os.path.join(str(base), static), folder)
+        if rule is not None:
+            return read_denied(display(folder, env), rule)
         if not folder.is_dir():
             return ToolResult.error(f"{display(folder, env)} is not a folder")
         matches = glob_matcher(rest, basename_if_no_slash=False)
-        found = [f for f in list_files(folder, workspace_top(folder, env), env.cancel) if matches(f)]
+        readable = Readable(env)
+        found = readable.filter(folder, [f for f in list_files(folder, workspace_top(folder, env), env.cancel)
+                                         if matches(f)])
         if env.cancel.cancelled:
             return ToolResult.aborted("glob: interrupted")
+        note = readable.note()
+        skipped = readable.counts()
         if not found:
-            return ToolResult(visible=f"no files match {pattern} in {display(base, env)}", meta={"files": 0})
+            return ToolResult(visible=f"no files match {pattern} in {display(base, env)}" + (f"\n{note}" if note else ""),
+                              meta={"files": 0, **skipped})
         prefix = _prefix(folder, env)
-        return ToolResult(visible="\n".join(prefix + f for f in found), meta={"files": len(found)})
+        return ToolResult(visible="\n".join(prefix + f for f in found) + (f"\n{note}" if note else ""),
+                          meta={"files": len(found), **skipped})
 
 
 class LsTool(BaseTool):
     name = "ls"
     description = (
         "List one folder: entries sorted by name, folders end with /, symlinks with @. Entries .gitignore "
-        "hides are left out and counted."
+        "hides or a Read deny rule covers are left out and counted."
     )
     input_schema = {
         "type": "object",
@@ -841,6 +970,9 @@ class LsTool(BaseTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         folder = _resolve_dir(call.input, env)
+        rule = path_denied(env, str(call.input.get("path") or "."), folder)
+        if rule is not None:
+            return read_denied(display(folder, env), rule)
         if not folder.exists():
             return ToolResult.error(f"{display(folder, env)} does not exist")
         if not folder.is_dir():
@@ -851,9 +983,14 @@ class LsTool(BaseTool):
             return ToolResult.error(f"cannot list {display(folder, env)}: {exc.strerror or exc}")
         names = [e.name for e in entries]
         hidden = hidden_entries(folder, workspace_top(folder, env), names)
+        guard = read_guard(env)
+        denied = 0
         shown: list[str] = []
         for e in sorted(entries, key=lambda e: e.name):
             if e.name in hidden:
+                continue
+            if guard.refuses(os.path.join(str(folder), e.name)) is not None:
+                denied += 1  # the name is left out too: a key's file name can say whose it is
                 continue
             if e.is_symlink():
                 shown.append(e.name + "@")
@@ -865,4 +1002,8 @@ class LsTool(BaseTool):
         lines = list(shown) or ["(empty folder)"]
         if ignored:
             lines.append(f"({ignored} {'entry' if ignored == 1 else 'entries'} hidden by .gitignore)")
-        return ToolResult(visible="\n".join(lines), meta={"entries": len(shown), "hidden": ignored})
+        if denied:
+            lines.append(f"({denied} {'entry' if denied == 1 else 'entries'} left out: a Read deny rule covers "
+                         f"{'it' if denied == 1 else 'them'})")
+        return ToolResult(visible="\n".join(lines), meta={"entries": len(shown), "hidden": ignored,
+                                                           **({"denied": denied} if denied else {})})
