@@ -186,10 +186,22 @@ def test_an_http_project_server_gets_no_request_before_trust(attack: Attack) -> 
         assert code == 1 and f"connects to: {url}" in shown, shown
         with pytest.raises(BlockingIOError):  # a connection attempt would wait in the backlog
             listener.accept()
-        # The control: once trusted, cox does connect (the port is not answered, so it fails).
-        assert cox_cmd(attack, "mcp", "trust", "p", "--yes", timeout=120).returncode == 1
-        conn, _ = listener.accept()
-        conn.close()
+        # The control: once trusted, cox does connect. The connection is accepted and closed at
+        # once, so the trust fails fast instead of waiting for its start-up timeout.
+        attack.own(attack.base)
+        proc = subprocess.Popen(_argv(attack, "mcp", "trust", "p", "--yes"), cwd=attack.workspace,
+                                env=_env(attack), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            listener.setblocking(True)
+            listener.settimeout(90)  # only a hang reaches this
+            conn, _ = listener.accept()
+            conn.close()
+            assert proc.wait(90) == 1
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
 
 
 def test_a_project_config_cannot_declare_a_server(attack: Attack) -> None:
