@@ -571,9 +571,9 @@ def _open_listed(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
 
 
-def _searchable(path: Path) -> bytes | None:
-    """The bytes of a file grep may search: None for a binary, huge, unreadable or no longer
-    regular one."""
+def _read_listed(path: Path, limit: int | None) -> bytes | None:
+    """The first ``limit`` bytes (all when None) of a listed file that is still a regular file
+    of at most MAX_FILE_BYTES, read without following a symlink; None otherwise."""
     try:
         fd = _open_listed(path)
     except OSError:
@@ -583,25 +583,21 @@ def _searchable(path: Path) -> bytes | None:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
                 return None
-            data = f.read()
+            return f.read() if limit is None else f.read(limit)
     except OSError:
         return None
-    return None if b"\0" in data[:BINARY_SNIFF] else data
+
+
+def _searchable(path: Path) -> bytes | None:
+    """The bytes of a file grep may search: None for a binary, huge, unreadable or no longer
+    regular one."""
+    data = _read_listed(path, None)
+    return None if data is None or b"\0" in data[:BINARY_SNIFF] else data
 
 
 def _is_text_file(path: Path) -> bool:
-    try:
-        fd = _open_listed(path)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-                return False
-            return b"\0" not in f.read(BINARY_SNIFF)
-    except OSError:
-        return False
+    head = _read_listed(path, BINARY_SNIFF)
+    return head is not None and b"\0" not in head
 
 
 # --- grep backends --------------------------------------------------------------------------
