@@ -26,7 +26,9 @@ from cox.protocol.types import Risk
 from .shell import Word, analyse, max_risk, plain_words, split_assignments, tails
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from collections.abc import Sequence
+
+    from tree_sitter import Node, Parser, Tree
 
 __all__ = ["Classification", "Command", "Split", "canonical", "classify", "clear_cache", "split"]
 
@@ -42,7 +44,7 @@ _LEAVES = frozenset({"word", "number", "raw_string", "ansi_c_string", "variable_
                      "extglob_pattern", "comment"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
                        "in", "case", "esac", "!", "{", "}", "function", "select", "coproc"})
-_CRUDE_SPLIT = re.compile(r"\|\||&&|[;&|\n()`{}]|\$\(|<\(|>\(")
+_CRUDE_SPLIT = re.compile(r"\|\||&&|[;&|\n()`]|\$\(|<\(|>\(")
 _QUOTES = re.compile(r"[\"'\\]")
 
 
@@ -170,7 +172,8 @@ class _Walk:
         self.commands: list[Command] = []
         self.reasons: list[str] = []
         self.risk = Risk.READ_ONLY
-        self.pending: dict[int, tuple[list[str], list[Word]]] = {}
+        self.pending: dict[int, tuple[list[str], list[Word], list[str]]] = {}
+        self.piped: dict[int, Node] = {}
 
     def text(self, node: Node) -> str:
         return self.slice(node.start_byte, node.end_byte)
@@ -209,17 +212,53 @@ class _Walk:
                 written = self.redirect(node)[2]
                 if written is not None:
                     self.reason(f"it writes output to {written}")
-            elif t in ("test_command", "arithmetic_expansion") or (
+            elif t == "test_command":
+                self.test(node)
+            elif t in ("arithmetic_expansion", "c_style_for_statement") or (
                     t == "compound_statement" and node.child_count and node.children[0].type == "(("):
-                body = self.text(node)
-                if "$(" in body or "`" in body:  # [[ 1 -eq 'a[$(cmd)]' ]] runs cmd
-                    self.reason("it evaluates a string that holds a command substitution")
+                self.arithmetic(node)
+            elif t == "expansion":
+                why = evaluated(self.text(node))
+                if why is not None:
+                    self.reason(why)
+            elif t == "pipeline":
+                kids = node.named_children
+                for a, b in zip(kids, kids[1:], strict=False):
+                    self.piped[b.id] = a
             stack.extend(reversed(node.named_children))
+
+    def arithmetic(self, node: Node) -> None:
+        """``$((…))``, ``((…))`` and ``for ((…))``: plain arithmetic on literals is harmless; bash
+        evaluates a variable's value there as an expression, so ``x='a[$(cmd)]'; ((x))`` runs cmd."""
+        body = _ARITH_DELIMS.sub("", self.text(node)) if node.type != "c_style_for_statement" else \
+            self.text(node).split("((", 1)[-1].rsplit("))", 1)[0]
+        if _LITERAL_ARITH.fullmatch(body):
+            return
+        if "$(" in body or "`" in body:
+            self.reason("it evaluates a string that holds a command substitution")
+        else:
+            self.reason("its arithmetic names a variable, and bash evaluates a variable's value there as code")
+
+    def test(self, node: Node) -> None:
+        """``[[ … ]]``: ``-eq`` and friends evaluate their operands as arithmetic and ``-v`` the
+        subscript of a name, either of which can run a command substitution."""
+        body = self.text(node)
+        if "$(" in body or "`" in body:  # [[ 1 -eq 'a[$(cmd)]' ]] runs cmd
+            self.reason("it evaluates a string that holds a command substitution")
+        words = body.split()
+        for k, w in enumerate(words):
+            if w in _ARITH_TESTS and not (k > 0 and _INTEGER.fullmatch(words[k - 1])
+                                          and k + 1 < len(words) and _INTEGER.fullmatch(words[k + 1])):
+                self.reason(f"its `{w}` test evaluates operands as arithmetic, where bash runs what a "
+                            "variable's value says")
+            elif w in ("-v", "-R") and k + 1 < len(words) and ("[" in words[k + 1] or "$" in words[k + 1]):
+                self.reason(f"`[[ {w} ]]` evaluates the subscript of the name it is given, which can run commands")
 
     # commands and what hangs on them
 
-    def add(self, words: list[Word], assignments: list[str], redirects: list[str]) -> None:
-        a = analyse(words, assignments, redirects)
+    def add(self, words: list[Word], assignments: list[str], redirects: list[str],
+            stdin: Sequence[str] = ()) -> None:
+        a = analyse(words, assignments, redirects, stdin)
         forms = list(dict.fromkeys(a.forms))
         risk = a.risk
         for script in a.scripts:
@@ -241,8 +280,13 @@ class _Walk:
     def command(self, node: Node, stack: list[Node]) -> None:
         words: list[Word] = []
         assignments: list[str] = []
-        redirects, extra = self.pending.pop(node.id, ([], []))
+        redirects, extra, stdin = self.pending.pop(node.id, ([], [], []))
         redirects = list(redirects)
+        stdin = list(stdin)
+        piped = self.piped.pop(node.id, None)
+        if piped is not None and piped.type == "command":  # echo 'rm x' | sh
+            args = [self.word(c).value for c in piped.named_children[1:] if c.type not in _REDIRECTS]
+            stdin.extend([" ".join(args), *args])
         for child in node.named_children:
             t = child.type
             if t == "variable_assignment" and not words:
@@ -262,24 +306,37 @@ class _Walk:
                 if kept:
                     redirects.append(kept)
                 words.extend(more)
+                stdin.extend(self.fed(child))
             elif t not in ("comment", "ERROR"):
                 words.append(self.word(child))
             if t not in _LEAVES:  # look inside for $(…), <(…) and what they run
                 stack.append(child)
-        self.add(words + extra, assignments, redirects)
+        if [w.raw for w in words] == ["}"] and not extra:
+            return  # the end of a group the grammar took for a command (``time { ls; }``)
+        self.add(words + extra, assignments, redirects, stdin)
+
+    def fed(self, node: Node) -> list[str]:
+        """What a here-string or here-document feeds a command (a shell runs it)."""
+        if node.type == "herestring_redirect":
+            return [self.word(c).value for c in node.named_children]
+        if node.type == "heredoc_redirect":
+            return [self.text(c) for c in node.named_children if c.type == "heredoc_body"]
+        return []
 
     def redirected(self, node: Node) -> None:
         body = node.child_by_field_name("body")
         kept: list[str] = []
         extra: list[Word] = []
+        fed: list[str] = []
         for child in node.named_children:
             if child.type in _REDIRECTS:
                 text, more, _ = self.redirect(child)
                 if text:
                     kept.append(text)
                 extra.extend(more)
+                fed.extend(self.fed(child))
         if body is not None and body.type == "command":
-            self.pending[body.id] = (kept, extra)
+            self.pending[body.id] = (kept, extra, fed)
 
     def redirect(self, node: Node) -> tuple[str | None, list[Word], str | None]:
         """``(text to keep in the command, stray words, path written to)`` of one redirect.
@@ -373,16 +430,115 @@ def _split(line: str, depth: int) -> Split:
     safe, back = _parseable(line)
     src = safe.encode("utf-8", "surrogatepass")
     tree = _parser().parse(src)
+    joined: str | None = None
+    if b"\\\n" in src:
+        src, tree, joined = _joined(src, tree)
     walk = _Walk(src, depth, back)
     root = tree.root_node
     walk.run(root)
+    if joined:
+        walk.reason(joined)
     extra: list[str] = []
     if root.has_error:
         walk.reason("it could not be parsed")
-        extra = [f for f in _crude_forms(line) if all(f not in c.forms for c in walk.commands)]
+        text = walk.slice(0, len(src))
+        extra = [f for f in _crude_forms(text) if all(f not in c.forms for c in walk.commands)]
     if walk.reasons:
         walk.risk = max_risk(walk.risk, Risk.EXEC)
     return Split(line, tuple(walk.commands), tuple(walk.reasons), tuple(extra), walk.risk)
+
+
+# --- line continuations -------------------------------------------------------------------------
+# bash deletes backslash-newline before it splits words, everywhere but inside single quotes,
+# $'…', comments and the body of a here-document whose delimiter is quoted; the grammar takes it
+# for a word break, so ``comm\⏎and rm -rf src`` would read as two words. The line is joined the
+# way bash joins it and parsed again (until nothing changes: a join can move a quote or a ``#``).
+
+_LITERAL_SPANS = frozenset({"raw_string", "ansi_c_string", "comment"})
+
+
+def _joined(src: bytes, tree: Tree) -> tuple[bytes, Tree, str | None]:
+    """``src`` with its line continuations removed, its tree, and why the line is opaque if the
+    join cannot be vouched for."""
+    why: str | None = None
+    for _ in range(4):
+        out, in_heredoc = _join_once(src, tree.root_node)
+        if in_heredoc:
+            why = "it continues a line inside a here-document"
+        if out == src:
+            return src, tree, why
+        src = out
+        tree = _parser().parse(src)
+        if b"\\\n" not in src:
+            return src, tree, why
+    return src, tree, "its line continuations could not be followed"
+
+
+def _join_once(src: bytes, root: Node) -> tuple[bytes, bool]:
+    literal: list[tuple[int, int]] = []
+    heredocs: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _LITERAL_SPANS:
+            literal.append((node.start_byte, node.end_byte))
+            continue
+        if node.type == "heredoc_redirect":
+            start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+            quoted = start is not None and any(q in src[start.start_byte:start.end_byte] for q in (b"'", b'"', b"\\"))
+            for c in node.named_children:
+                if c.type == "heredoc_body":
+                    (literal if quoted else heredocs).append((c.start_byte, c.end_byte))
+        stack.extend(node.children)
+    literal.sort()
+    out = bytearray()
+    i, k, n, in_heredoc = 0, 0, len(src), False
+    while i < n:
+        while k < len(literal) and literal[k][1] <= i:
+            k += 1
+        if k < len(literal) and literal[k][0] <= i:
+            out += src[i:literal[k][1]]
+            i = literal[k][1]
+            continue
+        if src[i] == 0x5C:
+            if src[i + 1:i + 2] == b"\n":
+                in_heredoc = in_heredoc or any(a <= i < b for a, b in heredocs)
+                i += 2
+                continue
+            out += src[i:i + 2]
+            i += 2
+            continue
+        out.append(src[i])
+        i += 1
+    return bytes(out), in_heredoc
+
+
+# --- what bash evaluates --------------------------------------------------------------------------
+
+_ARITH_DELIMS = re.compile(r"^\$?\(\(|\)\)$|^\$\[|\]$")
+_LITERAL_ARITH = re.compile(r"(?:\s|0[xX][0-9a-fA-F]+|\d+#[0-9A-Za-z@_]+|\d+|[-+*/%()<>=!&|^~?:,])*")
+_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_INTEGER = re.compile(r"[+-]?\d+")
+_INDIRECT_LIST = re.compile(r"\$\{![A-Za-z_]\w*(?:[*@]|\[[*@]\])\}")
+_SUBSCRIPT = re.compile(r"\$\{[#!]?[A-Za-z_]\w*\[([^\]]*)\]")
+_SUBSTRING = re.compile(r"\$\{[#]?(?:[A-Za-z_]\w*(?:\[[^\]]*\])?|[@*]|\d+):(?![-=?+])([^}]*)\}")
+
+
+def evaluated(expansion: str) -> str | None:
+    """Why a ``${…}`` expansion can run a command: a prompt expansion (``${x@P}``), an indirect
+    one (``${!x}``: bash evaluates the subscript of the name the value holds), or an array
+    subscript or substring offset that is arithmetic naming a variable."""
+    if expansion.endswith("@P}"):
+        return "it expands a prompt string (`@P`), which can run commands"
+    if expansion.startswith("${!") and not _INDIRECT_LIST.fullmatch(expansion):
+        return "it expands a variable indirectly (`${!…}`), and bash evaluates the subscript the value names"
+    m = _SUBSCRIPT.match(expansion)
+    if m is not None and m.group(1).strip() not in ("@", "*") and not _LITERAL_ARITH.fullmatch(m.group(1)):
+        return "its array subscript is arithmetic that names a variable, and bash evaluates a variable's value there as code"
+    m = _SUBSTRING.match(expansion)
+    if m is not None and not _LITERAL_ARITH.fullmatch(m.group(1)):
+        return "its substring offset is arithmetic that names a variable, and bash evaluates a variable's value there as code"
+    return None
 
 
 def _crude_forms(line: str) -> tuple[str, ...]:

@@ -146,7 +146,7 @@ def _git_destructive(sub: str, args: Sequence[str]) -> bool:
     return False
 
 
-def rate(words: Sequence[str]) -> Risk:
+def rate(words: Sequence[str], vague: Sequence[int] = ()) -> Risk:
     """The risk of one command given as its unquoted words, command name first."""
     if not words:
         return Risk.READ_ONLY

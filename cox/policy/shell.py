@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 
 from cox.protocol.types import Risk
 
+from .braces import TooLarge, expand, has_braces
 from .readonly import rate
 
-__all__ = ["Analysis", "Word", "analyse", "canon", "max_risk", "plain_words", "tails"]
+__all__ = ["Analysis", "Word", "analyse", "base", "canon", "max_risk", "plain_words", "tails", "vague"]
 
 # Variables that cannot change what a command resolves to or does (the spec's LC_ALL, LANG, TZ,
 # NO_COLOR, plus the other locale categories): a leading assignment of them is as if absent.
@@ -57,6 +58,8 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _NICE_NUMBER = re.compile(r"-[-+]?\d+")
 _GLOB_NAME = re.compile(r"[*?]|\[.*\]|\{.*[,.].*\}")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
 
 
 def max_risk(a: Risk, b: Risk) -> Risk:
@@ -196,11 +199,15 @@ _STRIPPED: dict[str, Skip] = {
 
 
 def _strip(ws: Sequence[Word]) -> tuple[int, str | None]:
-    """Index of the command under the stripped wrappers, and why it is opaque if a wrapper's
+    """Index of the command under the stripped wrappers (and the ``{`` or ``!`` that open a group
+    the grammar leaves in the words: ``time { rm x; }``), and why it is opaque if a wrapper's
     options were not understood."""
     i = 0
     while i < len(ws):
         w = ws[i]
+        if w.raw in ("{", "!") and i + 1 < len(ws):
+            i += 1
+            continue
         skip = None if w.dynamic else _STRIPPED.get(w.value)
         if skip is None:
             break
@@ -213,39 +220,92 @@ def _strip(ws: Sequence[Word]) -> tuple[int, str | None]:
     return i, None
 
 
-def _dash_c(ws: Sequence[Word]) -> str | None:
-    """The script of ``sh -c SCRIPT`` / ``bash -lc SCRIPT``; None when there is no ``-c``."""
-    i, has_c = 1, False
+# Options of a shell that take the next word as their argument (``bash -o posix -c …``).
+_SHELL_ARG_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+# Bash builtins that assign the variables their arguments name: like an assignment, they change
+# what later commands run (``printf -v PATH …``), and bash evaluates a subscript in the name
+# (``printf -v 'a[$(cmd)]' x`` runs cmd).
+_ASSIGNING = frozenset({"read", "mapfile", "readarray", "getopts", "let"})
+# Builtins that change what a later command name means.
+_RENAMING = frozenset({"alias", "enable"})
+_SCRIPTISH = re.compile(r"[\s;&|<>()$`'\"]")
+MAX_SCRIPTS = 32  # strings of one wrapper's arguments re-parsed as possible scripts
+
+
+def base(value: str) -> str:
+    """The program name of a command word: ``/usr/bin/env`` is ``env`` (rules see the basename)."""
+    return value.rsplit("/", 1)[1] if "/" in value else value
+
+
+def _dash_c(ws: Sequence[Word]) -> list[str] | None:
+    """The strings ``sh -c SCRIPT`` / ``bash --rcfile x -o posix -ec SCRIPT`` may run, the script
+    first (every later word too: which word is the script depends on options this does not model,
+    and a word that is not a script only adds forms); None when there is no ``-c``."""
+    i, has_c, values = 1, False, []
     while i < len(ws):
         a = ws[i].value
-        if a in ("-o", "+o", "-O", "+O"):
+        if a in _SHELL_ARG_OPTIONS:
             i += 2
-        elif a == "--":
+            continue
+        if a == "--":
             i += 1
             break
-        elif a.startswith("--"):
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            if name == "--command" or name == "--init-command":  # fish
+                has_c = True
+            if eq:
+                values.append(value)
             i += 1
         elif len(a) > 1 and a[0] in "-+":
-            has_c = has_c or "c" in a[1:]
+            has_c = has_c or (a[0] == "-" and "c" in a[1:])
             i += 1
         else:
             break
     if not has_c:
         return None
+    scripts = [w.value for w in ws[i:]] + values
+    return scripts or [""]
+
+
+def _reads_script(ws: Sequence[Word]) -> bool:
+    """Whether a shell (no ``-c``) runs the script it reads from its input: no script file, or ``-s``."""
+    for w in ws[1:]:
+        a = w.value
+        if a == "--":
+            continue
+        if a.startswith("-") or a.startswith("+"):
+            if not a.startswith("--") and "s" in a[1:]:
+                return True
+            continue
+        return False
+    return True
+
+
+def _trap_script(ws: Sequence[Word]) -> str:
+    i = 1
+    while i < len(ws) and ws[i].value.startswith("-") and ws[i].value != "-":
+        if ws[i].value == "--":
+            i += 1
+            break
+        i += 1
     return ws[i].value if i < len(ws) else ""
 
 
-def _runs_string(ws: Sequence[Word]) -> tuple[str, str] | None:
-    """``(reason, script)`` when ``ws`` runs a string as shell code: eval, sh -c, trap."""
-    name = ws[0].value
+def _runs_string(ws: Sequence[Word]) -> tuple[str, list[str]] | None:
+    """``(reason, scripts)`` when ``ws`` runs a string as shell code: eval, sh -c, trap."""
+    if ws[0].dynamic:
+        return None
+    written = ws[0].value
+    name = base(written)
     if name == "eval":
-        return "`eval` runs a string as a script", " ".join(w.value for w in ws[1:])
+        return "`eval` runs a string as a script", [" ".join(w.value for w in ws[1:])]
     if name == "trap":
-        return "`trap` runs a string as a script", ws[1].value if len(ws) > 1 else ""
+        return "`trap` runs a string as a script", [_trap_script(ws)]
     if name in SHELLS:
-        script = _dash_c(ws)
-        if script is not None:
-            return f"`{name} -c` runs a string as a script", script
+        scripts = _dash_c(ws)
+        if scripts is not None:
+            return f"`{written} -c` runs a string as a script", scripts
     return None
 
 
@@ -254,13 +314,62 @@ def _wrapper_reason(ws: Sequence[Word]) -> str | None:
     if name.dynamic or (name.raw not in ("[", "[[") and _GLOB_NAME.search(name.raw)):
         return "the command name is only known when it runs"
     v = name.value
-    if v in OPAQUE_WRAPPERS and len(ws) > 1:
+    b = base(v)
+    if b in OPAQUE_WRAPPERS and len(ws) > 1:
         return f"`{v}` runs another command"
-    if v == "xargs" and len(ws) > 1:
+    if "/" in v and len(ws) > 1 and (b in _STRIPPED or b in SHELLS):
+        return f"`{v}` runs another command"  # a path-qualified wrapper may be anything: never stripped
+    if b == "xargs" and len(ws) > 1:
         return "`xargs` with options runs another command"
-    if v == "find" and any(w.value in _FIND_EXEC for w in ws):
+    if b == "find" and any(w.value in _FIND_EXEC for w in ws):
         return "`find -exec` runs another command"
     return None
+
+
+def _evaluates(ws: Sequence[Word]) -> str | None:
+    """Why a builtin makes the command opaque: it assigns a variable, evaluates a subscript, or
+    changes what a later command name means."""
+    name = ws[0].value
+    args = [w.value for w in ws[1:]]
+    if name == "printf" and args and args[0].startswith("-v"):
+        return "`printf -v` assigns a variable, which changes what later commands run"
+    if name in _ASSIGNING or (name == "wait" and any(a.startswith("-") and "p" in a for a in args)):
+        return f"`{name}` assigns variables, which changes what later commands run"
+    if name in _RENAMING or (name == "hash" and any(a.startswith("-") and "p" in a for a in args)):
+        return f"`{name}` changes what later commands run"
+    if name in ("test", "["):
+        for k, a in enumerate(args[:-1]):
+            if a in ("-v", "-R") and ("[" in args[k + 1] or ws[k + 2].dynamic):
+                return f"`{name} {a}` evaluates the subscript of the name it is given, which can run commands"
+    return None
+
+
+def _arg_scripts(ws: Sequence[Word]) -> list[str]:
+    """Strings among a wrapper's arguments that it may hand to a shell (``su -c '…'``,
+    ``env -S '…'``, ``script -qc'…'``, ``watch 'a; b'``): each argument that looks like a script,
+    each long option's ``=value`` and what follows each letter of a short option cluster."""
+    env = base(ws[0].value) == "env"
+    out: list[str] = []
+    for w in ws[1:]:
+        v = w.value
+        cands = []
+        if _SCRIPTISH.search(v):
+            cands.append(v)
+        if v.startswith("--") and "=" in v:
+            cands.append(v.split("=", 1)[1])
+        elif v.startswith("-") and len(v) > 2:
+            j = 2
+            while j < len(v) and j < 9 and v[j - 1].isalnum():
+                cands.append(v[j:])
+                j += 1
+        for c in cands:
+            if env:
+                c = c.replace("\\_", " ")  # env -S reads \_ as a space
+            if c.strip() and c not in out:
+                out.append(c)
+        if len(out) >= MAX_SCRIPTS:
+            break
+    return out[:MAX_SCRIPTS]
 
 
 def _find_execs(ws: Sequence[Word]) -> list[list[Word]]:
@@ -281,13 +390,15 @@ def _find_execs(ws: Sequence[Word]) -> list[list[Word]]:
 
 def _tails(ws: Sequence[Word], out: Analysis) -> None:
     """Add every tail of an opaque wrapper's words as a form (deny and ask rules see the wrapped
-    command whatever options came before it), the scripts a tail would run, and its risk."""
-    if ws[0].value == "find":
+    command whatever options came before it), the scripts a tail or an argument would run, and
+    its risk."""
+    if base(ws[0].value) == "find":
         for cmd in _find_execs(ws):
             out.forms.append(canon(cmd))
             nested = _runs_string(cmd)
             if nested is not None:
-                out.scripts.append(nested[1])
+                out.scripts.extend(nested[1])
+    out.scripts.extend(s for s in _arg_scripts(ws) if s not in out.scripts)
     parts = [_quote(w) for w in ws[:MAX_TAILS]]
     text = " ".join(parts)
     pos = len(parts[0]) + 1
@@ -296,12 +407,64 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
         if not v.startswith("-"):
             out.forms.append(text[pos:pos + TAIL_CHARS])
             if "/" in v:
-                out.forms.append(shlex.quote(v.rsplit("/", 1)[1]) + text[pos + len(parts[k]):])
+                out.forms.append(shlex.quote(base(v)) + text[pos + len(parts[k]):])
             nested = _runs_string(ws[k:])
             if nested is not None:
-                out.scripts.append(nested[1])
-            out.risk = max_risk(out.risk, rate([w.value for w in ws[k:k + 16]]))
+                out.scripts.extend(s for s in nested[1] if s not in out.scripts)
+            if base(v) == "git":
+                forms, scripts = _git_forms(ws[k:])
+                out.forms.extend(forms)
+                out.scripts.extend(scripts)
+            out.risk = max_risk(out.risk, _rate(ws[k:k + 16]))
         pos += len(parts[k]) + 1
+
+
+# git's global options that take the next word as their value
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
+                         "--attr-source", "--list-cmds"})
+_GIT_CONFIGURING = ("-c", "--config-env", "--exec-path")
+
+
+def _git_forms(ws: Sequence[Word]) -> tuple[list[str], list[str]]:
+    """Forms of ``git [global options] SUB …`` with the global options removed (``git -C . push``
+    is ``git push`` to a rule), the sub-command an ``-c alias.X=…`` names, and the shell script
+    of a ``!`` alias."""
+    i, aliases = 1, {}
+    while i < len(ws):
+        a = ws[i].value
+        if a in _GIT_VALUED:
+            if a == "-c" and i + 1 < len(ws):
+                key, _, value = ws[i + 1].value.partition("=")
+                if key.lower().startswith("alias."):
+                    aliases[key[6:]] = value
+            i += 2
+        elif a.startswith("-"):
+            i += 1
+        else:
+            break
+    if i >= len(ws):
+        return [], []
+    parts = _parts(ws)
+    rest = " ".join(parts[i + 1:])
+    forms = [" ".join(["git", *parts[i:]])] if i > 1 else []
+    scripts: list[str] = []
+    alias = aliases.get(ws[i].value)
+    if alias is not None:
+        if alias.startswith("!"):
+            scripts.append(alias[1:] + (" " + rest if rest else ""))
+        else:
+            forms.append(" ".join(x for x in ("git", alias, rest) if x))
+    return forms, scripts
+
+
+def vague(w: Word) -> bool:
+    """Whether a word's value is only known when it runs: an expansion, or an unquoted glob
+    (a file named ``--output=x`` turns ``sort *`` into ``sort --output=x …``)."""
+    return w.dynamic or _GLOB_CHARS.search(_QUOTED.sub("_", w.raw)) is not None
+
+
+def _rate(ws: Sequence[Word]) -> Risk:
+    return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
 
 
 _HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
@@ -342,9 +505,11 @@ def tails(tokens: Sequence[str]) -> list[str]:
     return out
 
 
-def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: Sequence[str] = ()) -> Analysis:
+def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: Sequence[str] = (),
+            stdin: Sequence[str] = (), *, braces: bool = True) -> Analysis:
     """Analyse one simple command: ``words`` as parsed, the raw ``NAME=value`` assignments before
-    it and the redirects (as written) that stay part of what it does."""
+    it, the redirects (as written) that stay part of what it does, and the here-documents and
+    here-strings it reads (a shell runs them)."""
     unsafe = [a for a in assignments if a.split("=", 1)[0].split("[", 1)[0].rstrip("+") not in LOCALE_VARS]
     if not words:
         as_written = " ".join([*assignments, *redirects])
@@ -357,29 +522,83 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     bare = " ".join(parts)
     text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
     as_written = " ".join([*assignments, *all_parts, *redirects]) if assignments or start else text
-    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why, paths=_paths(cmd, redirects))
+    out = Analysis(text, as_written, [text], _rate(cmd), why, paths=_paths(cmd, redirects))
     if as_written != text:
         out.forms.append(as_written)
     if bare != text:
         out.forms.append(bare)
-    if "/" in cmd[0].value and not cmd[0].dynamic:  # /bin/rm is rm to a deny rule
-        out.forms.append(shlex.quote(cmd[0].value.rsplit("/", 1)[1]) + bare[len(parts[0]):])
+    name = cmd[0].value
+    if "/" in name and not cmd[0].dynamic:  # /bin/rm is rm to a deny rule
+        out.forms.append(shlex.quote(base(name)) + bare[len(parts[0]):])
+    configures = None
+    if base(name) == "git" and not cmd[0].dynamic:
+        forms, scripts = _git_forms(cmd)
+        out.forms.extend(forms)
+        out.scripts.extend(scripts)
+        if any(w.value in _GIT_CONFIGURING or w.value.startswith("--exec-path") for w in cmd[1:_git_sub(cmd)]):
+            configures = "`git -c` sets configuration that can run any program"
     nested = _runs_string(cmd)
     if why is not None:
         _tails(cmd, out)
     elif nested is not None:
         out.opaque = nested[0]
-        out.scripts.append(nested[1])
+        out.scripts.extend(nested[1])
     else:
         out.opaque = _wrapper_reason(cmd)
         if out.opaque is not None:
             _tails(cmd, out)
+        else:
+            out.opaque = _evaluates(cmd) or configures
+    if base(name) in SHELLS and nested is None and not cmd[0].dynamic and _reads_script(cmd):
+        out.opaque = out.opaque or f"`{name}` runs the script it reads from its input"
+        out.scripts.extend(stdin)
+    if braces and any(has_braces(w.raw) and not w.dynamic for w in words):
+        _braces(words, assignments, redirects, stdin, start, out)
     if unsafe and out.opaque is None:
         names = ", ".join(a.split("=", 1)[0] for a in unsafe)
         out.opaque = f"the assignment of {names} changes what the command runs"
     if out.opaque is not None:
         out.risk = max_risk(out.risk, Risk.EXEC)
     return out
+
+
+def _git_sub(ws: Sequence[Word]) -> int:
+    """Index of git's sub-command (past the global options), or ``len(ws)``."""
+    i = 1
+    while i < len(ws):
+        a = ws[i].value
+        if a in _GIT_VALUED:
+            i += 2
+        elif a.startswith("-"):
+            i += 1
+        else:
+            return i
+    return len(ws)
+
+
+def _braces(words: Sequence[Word], assignments: Sequence[str], redirects: Sequence[str], stdin: Sequence[str],
+            start: int, out: Analysis) -> None:
+    """Judge the words bash makes by brace expansion too: their forms, scripts and risk join
+    ``out``; a brace in the command word, or an expansion too large to follow, makes it opaque."""
+    expanded: list[Word] = []
+    try:
+        for w in words:
+            if has_braces(w.raw) and not w.dynamic:
+                expanded.extend(Word(v, shlex.quote(v)) for v in expand(w.value) if v)
+            else:
+                expanded.append(w)
+    except TooLarge:
+        out.opaque = out.opaque or "its brace expansion is too large to follow"
+        return
+    if not expanded:
+        return
+    ex = analyse(expanded, assignments, redirects, stdin, braces=False)
+    out.forms.extend(f for f in ex.forms if f not in out.forms)
+    out.scripts.extend(s for s in ex.scripts if s not in out.scripts)
+    out.risk = max_risk(out.risk, ex.risk)
+    if start < len(words) and has_braces(words[start].raw):
+        out.opaque = out.opaque or "brace expansion builds the command name"
+    out.opaque = out.opaque or ex.opaque
 
 
 def split_assignments(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
