@@ -71,7 +71,8 @@ def _open(s: str, i: int) -> int:
 
 def _group(s: str, start: int) -> tuple[int, list[str] | None]:
     """The closing brace of the group at ``start`` and its items (None: not a brace group)."""
-    depth, items, last = 0, [], start + 1
+    depth, last = 0, start + 1
+    items: list[str] = []
     i = start
     while i < len(s):
         ch = s[i]
