@@ -164,7 +164,7 @@ PROGRAMS: dict[str, Spec] = {
                  total=True),
     "tail": Spec("c:fFn:qs:vz", "bytes= follow[=] lines= max-unchanged-stats= pid= quiet retry silent "
                  "sleep-interval= verbose zero-terminated help version", numeric=True, total=True),
-    "wc": Spec("cmlLw", "bytes chars lines max-line-length words total= help version"),  # not --files0-from
+    "wc": Spec("cmlLw", "bytes chars lines max-line-length words help version"),  # not --files0-from
     "nl": Spec("b:d:f:h:i:l:n:ps:v:w:", "body-numbering= section-delimiter= footer-numbering= "
                "header-numbering= line-increment= join-blank-lines= number-format= no-renumber "
                "number-separator= starting-line-number= number-width= help version", total=True),
@@ -191,7 +191,7 @@ PROGRAMS: dict[str, Spec] = {
     "sha384sum": Spec(_SUMS[0], _SUMS[1] + " help version", total=True),
     "sha512sum": Spec(_SUMS[0], _SUMS[1] + " help version", total=True),
     "b2sum": Spec(_SUMS[0] + "l:", _SUMS[1] + " length= help version", total=True),
-    "cksum": Spec("a:cl:wz", "algorithm= base64 check debug length= raw tag untagged warn zero quiet status "
+    "cksum": Spec("a:cl:wz", "algorithm= check debug length= tag untagged warn zero quiet status "
                   "strict ignore-missing help version", total=True),
     "column": Spec("tn:O:N:l:E:deH:R:T:W:LJr:i:p:c:o:s:xhV", "table table-name= table-order= table-columns= "
                    "table-columns-limit= table-noextreme= table-noheadings table-header-repeat table-hide= "
@@ -298,7 +298,7 @@ _DIFF = ("p u s patch no-patch U: unified= output-indicator-new= output-indicato
 _REVS = ("n: max-count= skip= since= after= until= before= max-age= min-age= author= committer= grep-reflog= "
          "grep= all-match invert-grep i regexp-ignore-case basic-regexp E extended-regexp F fixed-strings "
          "P perl-regexp remove-empty merges no-merges min-parents= max-parents= no-min-parents no-max-parents "
-         "first-parent exclude-first-part-of-merges not all branches[=] tags[=] remotes[=] glob= exclude= "
+         "first-parent exclude-first-parent-only not all branches[=] tags[=] remotes[=] glob= exclude= "
          "exclude-hidden= reflog alternate-refs single-worktree ignore-missing bisect cherry-mark cherry-pick "
          "left-only right-only cherry walk-reflogs g merge boundary simplify-by-decoration full-history "
          "dense sparse simplify-merges ancestry-path[=] show-pulls no-walk[=] do-walk topo-order date-order "

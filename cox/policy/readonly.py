@@ -150,6 +150,8 @@ def _find(args: Sequence[str], vague: Collection[int]) -> Risk:
     while i < len(args) and args[i] in ("-H", "-L", "-P"):
         i += 1
     while i < len(args) and not args[i].startswith("-") and args[i] not in ("(", "!"):
+        if i in vague:
+            return Risk.EXEC  # a starting point only known at run time may be an expression
         i += 1  # the starting points
     risk = Risk.READ_ONLY
     while i < len(args):

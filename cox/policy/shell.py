@@ -58,6 +58,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _NICE_NUMBER = re.compile(r"-[-+]?\d+")
 _GLOB_NAME = re.compile(r"[*?]|\[.*\]|\{.*[,.].*\}")
+_EXPANSION = re.compile(r"\$\{[^{}]*\}|\$[A-Za-z_]\w*|\$[@*#?$!0-9-]")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
 
@@ -530,6 +531,11 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     name = cmd[0].value
     if "/" in name and not cmd[0].dynamic:  # /bin/rm is rm to a deny rule
         out.forms.append(shlex.quote(base(name)) + bare[len(parts[0]):])
+    if cmd[0].dynamic:  # ``rm${IFS}-rf${IFS}x``, ``r${x}m``: each expansion read as nothing and as a space
+        for blank in ("", " "):
+            guess = " ".join(_EXPANSION.sub(blank, bare).split())
+            if guess and guess != bare:
+                out.forms.append(guess)
     configures = None
     if base(name) == "git" and not cmd[0].dynamic:
         forms, scripts = _git_forms(cmd)
