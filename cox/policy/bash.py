@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cox.protocol.types import Risk
 
+from .braces import has_braces
 from .shell import Word, analyse, max_risk, plain_words, split_assignments, tails
 
 if TYPE_CHECKING:
@@ -174,6 +175,7 @@ class _Walk:
         self.risk = Risk.READ_ONLY
         self.pending: dict[int, tuple[list[str], list[Word], list[str]]] = {}
         self.piped: dict[int, Node] = {}
+        self.extra: list[str] = []  # forms for deny and ask rules that belong to no command
 
     def text(self, node: Node) -> str:
         return self.slice(node.start_byte, node.end_byte)
@@ -284,6 +286,8 @@ class _Walk:
         redirects = list(redirects)
         stdin = list(stdin)
         piped = self.piped.pop(node.id, None)
+        while piped is not None and piped.type in ("negated_command", "redirected_statement") and piped.named_children:
+            piped = piped.named_children[0]
         if piped is not None and piped.type == "command":  # echo 'rm x' | sh
             args = [self.word(c).value for c in piped.named_children[1:] if c.type not in _REDIRECTS]
             stdin.extend([" ".join(args), *args])
@@ -313,6 +317,11 @@ class _Walk:
                 stack.append(child)
         if [w.raw for w in words] == ["}"] and not extra:
             return  # the end of a group the grammar took for a command (``time { ls; }``)
+        raw = self.text(node)
+        if "{" in raw and has_braces(raw) and not any(has_braces(w.raw) for w in words):
+            # the grammar split a brace expansion across words (``time { {rm,x}; }``)
+            self.reason("it has a brace expansion the parser split")
+            self.extra.extend(f for f in _crude_forms(raw) if f not in self.extra)
         self.add(words + extra, assignments, redirects, stdin)
 
     def fed(self, node: Node) -> list[str]:
@@ -433,16 +442,18 @@ def _split(line: str, depth: int) -> Split:
     joined: str | None = None
     if b"\\\n" in src:
         src, tree, joined = _joined(src, tree)
+    if b"time" in src or b"!" in src:
+        src, tree = _ungrouped(src, tree)
     walk = _Walk(src, depth, back)
     root = tree.root_node
     walk.run(root)
     if joined:
         walk.reason(joined)
-    extra: list[str] = []
+    extra: list[str] = walk.extra
     if root.has_error:
         walk.reason("it could not be parsed")
         text = walk.slice(0, len(src))
-        extra = [f for f in _crude_forms(text) if all(f not in c.forms for c in walk.commands)]
+        extra += [f for f in _crude_forms(text) if all(f not in c.forms for c in walk.commands)]
     if walk.reasons:
         walk.risk = max_risk(walk.risk, Risk.EXEC)
     return Split(line, tuple(walk.commands), tuple(walk.reasons), tuple(extra), walk.risk)
@@ -511,6 +522,59 @@ def _join_once(src: bytes, root: Node) -> tuple[bytes, bool]:
         out.append(src[i])
         i += 1
     return bytes(out), in_heredoc
+
+
+# --- compound commands the grammar misses -------------------------------------------------------------------
+# tree-sitter-bash reads ``time { …; }``, ``time if …`` and ``! { …; }`` as a command named ``time``
+# (or ``{``, ``if``) whose words run to the first ``;``, so ``time { if true; then rm x; fi; }``
+# would hide ``rm x`` in a command named ``then``. The ``time`` (with ``-p``/``--``) or ``!``
+# before such a compound command is blanked out, which changes nothing the classifier judges (``time`` is stripped anyway), and the
+# line parsed again.
+
+
+_COMPOUND_WORDS = frozenset({b"{", b"if", b"while", b"until", b"for", b"case", b"select", b"[[", b"!", b"function",
+                             b"coproc"})
+
+
+def _first(text: bytes | None) -> bytes:
+    words = (text or b"").split()
+    return words[0] if words else b""
+
+
+def _ungrouped(src: bytes, tree: Tree) -> tuple[bytes, Tree]:
+    for _ in range(MAX_DEPTH):
+        spans = _group_prefixes(tree.root_node)
+        if not spans:
+            break
+        out = bytearray(src)
+        for a, b in spans:
+            out[a:b] = b" " * (b - a)
+        src = bytes(out)
+        tree = _parser().parse(src)
+    return src, tree
+
+
+def _group_prefixes(root: Node) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "command":
+            kids = node.named_children
+            if kids and kids[0].type == "command_name" and kids[0].text == b"time":
+                k = 1
+                while k < len(kids) and kids[k].text in (b"-p", b"--", b"time"):
+                    k += 1
+                if k < len(kids) and kids[k].type == "word" and _first(kids[k].text) in _COMPOUND_WORDS:
+                    spans.append((node.start_byte, kids[k].start_byte))
+        elif node.type == "negated_command" and node.child_count and node.children[0].type == "!":
+            body = node.named_children[0] if node.named_children else None
+            name = body.named_children[0] if body is not None and body.type == "command" and \
+                body.named_children else None
+            if name is not None and name.type == "command_name" and _first(name.text) in _COMPOUND_WORDS:
+                spans.append((node.children[0].start_byte, node.children[0].end_byte))
+        stack.extend(node.children)
+    return spans
 
 
 # --- what bash evaluates --------------------------------------------------------------------------

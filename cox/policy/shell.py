@@ -229,7 +229,7 @@ _SHELL_ARG_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file
 _ASSIGNING = frozenset({"read", "mapfile", "readarray", "getopts", "let"})
 # Builtins that change what a later command name means.
 _RENAMING = frozenset({"alias", "enable"})
-_SCRIPTISH = re.compile(r"[\s;&|<>()$`'\"]")
+_SCRIPTISH = re.compile(r"[\s;&|<>()$`'\"{}\\]")
 MAX_SCRIPTS = 32  # strings of one wrapper's arguments re-parsed as possible scripts
 
 
@@ -558,6 +558,8 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     if base(name) in SHELLS and nested is None and not cmd[0].dynamic and _reads_script(cmd):
         out.opaque = out.opaque or f"`{name}` runs the script it reads from its input"
         out.scripts.extend(stdin)
+    elif stdin and out.opaque and any(base(w.value) in SHELLS for w in cmd[1:]):
+        out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
     if braces and any(has_braces(w.raw) and not w.dynamic for w in words):
         _braces(words, assignments, redirects, stdin, start, out)
     if unsafe and out.opaque is None:
