@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 
+from .shell import QUOTED_PART
+
 __all__ = ["LIMIT", "expand", "has_braces"]
 
 LIMIT = 256
-_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
 _GROUP = re.compile(r"(?<!\$)\{[^{}]*(?:,|\.\.)[^{}]*\}|\{[^{}]*\{")
 _SEQ = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
 
@@ -31,7 +32,7 @@ def has_braces(raw: str) -> bool:
     """Whether ``raw`` (a word as written) holds an unquoted brace group bash may expand."""
     if "{" not in raw or "}" not in raw:
         return False
-    return _GROUP.search(_QUOTED.sub("_", raw)) is not None
+    return _GROUP.search(QUOTED_PART.sub("_", raw)) is not None
 
 
 def expand(word: str) -> list[str]:

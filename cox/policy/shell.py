@@ -28,9 +28,6 @@ from dataclasses import dataclass, field
 
 from cox.protocol.types import Risk
 
-from .braces import TooLarge, expand, has_braces
-from .readonly import rate
-
 __all__ = ["Analysis", "Word", "analyse", "base", "canon", "max_risk", "plain_words", "tails", "vague"]
 
 # Variables that cannot change what a command resolves to or does (the spec's LC_ALL, LANG, TZ,
@@ -60,7 +57,8 @@ _NICE_NUMBER = re.compile(r"-[-+]?\d+")
 _GLOB_NAME = re.compile(r"[*?]|\[.*\]|\{.*[,.].*\}")
 _EXPANSION = re.compile(r"\$\{[^{}]*\}|\$[A-Za-z_]\w*|\$[@*#?$!0-9-]")
 _GLOB_CHARS = re.compile(r"[*?\[]")
-_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
+# a quoted part of a word as written: what is left once these are gone is unquoted
+QUOTED_PART = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
 
 
 def max_risk(a: Risk, b: Risk) -> Risk:
@@ -461,10 +459,12 @@ def _git_forms(ws: Sequence[Word]) -> tuple[list[str], list[str]]:
 def vague(w: Word) -> bool:
     """Whether a word's value is only known when it runs: an expansion, or an unquoted glob
     (a file named ``--output=x`` turns ``sort *`` into ``sort --output=x …``)."""
-    return w.dynamic or _GLOB_CHARS.search(_QUOTED.sub("_", w.raw)) is not None
+    return w.dynamic or _GLOB_CHARS.search(QUOTED_PART.sub("_", w.raw)) is not None
 
 
 def _rate(ws: Sequence[Word]) -> Risk:
+    from .readonly import rate  # the allowlist loads with the first bash line, not at start-up
+
     return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
 
 
@@ -560,7 +560,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
         out.scripts.extend(stdin)
     elif stdin and out.opaque and any(base(w.value) in SHELLS for w in cmd[1:]):
         out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
-    if braces and any(has_braces(w.raw) and not w.dynamic for w in words):
+    if braces and any("{" in w.raw and not w.dynamic for w in words) and _has_braces(words):
         _braces(words, assignments, redirects, stdin, start, out)
     if unsafe and out.opaque is None:
         names = ", ".join(a.split("=", 1)[0] for a in unsafe)
@@ -568,6 +568,12 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     if out.opaque is not None:
         out.risk = max_risk(out.risk, Risk.EXEC)
     return out
+
+
+def _has_braces(words: Sequence[Word]) -> bool:
+    from .braces import has_braces
+
+    return any(has_braces(w.raw) and not w.dynamic for w in words)
 
 
 def _git_sub(ws: Sequence[Word]) -> int:
@@ -588,6 +594,8 @@ def _braces(words: Sequence[Word], assignments: Sequence[str], redirects: Sequen
             start: int, out: Analysis) -> None:
     """Judge the words bash makes by brace expansion too: their forms, scripts and risk join
     ``out``; a brace in the command word, or an expansion too large to follow, makes it opaque."""
+    from .braces import TooLarge, expand, has_braces
+
     expanded: list[Word] = []
     try:
         for w in words:
