@@ -176,6 +176,7 @@ class _Walk:
         self.pending: dict[int, tuple[list[str], list[Word], list[str]]] = {}
         self.piped: dict[int, Node] = {}
         self.extra: list[str] = []  # forms for deny and ask rules that belong to no command
+        self.braces = b"{" in src
 
     def text(self, node: Node) -> str:
         return self.slice(node.start_byte, node.end_byte)
@@ -317,7 +318,7 @@ class _Walk:
                 stack.append(child)
         if [w.raw for w in words] == ["}"] and not extra:
             return  # the end of a group the grammar took for a command (``time { ls; }``)
-        raw = self.text(node)
+        raw = self.text(node) if self.braces else ""
         if "{" in raw and has_braces(raw) and not any(has_braces(w.raw) for w in words):
             # the grammar split a brace expansion across words (``time { {rm,x}; }``)
             self.reason("it has a brace expansion the parser split")
@@ -442,7 +443,7 @@ def _split(line: str, depth: int) -> Split:
     joined: str | None = None
     if b"\\\n" in src:
         src, tree, joined = _joined(src, tree)
-    if b"time" in src or b"!" in src:
+    if (b"time" in src or b"!" in src) and _GROUP_PREFIX.search(src):
         src, tree = _ungrouped(src, tree)
     walk = _Walk(src, depth, back)
     root = tree.root_node
@@ -534,6 +535,10 @@ def _join_once(src: bytes, root: Node) -> tuple[bytes, bool]:
 
 _COMPOUND_WORDS = frozenset({b"{", b"if", b"while", b"until", b"for", b"case", b"select", b"[[", b"!", b"function",
                              b"coproc"})
+
+
+_GROUP_PREFIX = re.compile(rb"(?:\btime|!)\s+(?:(?:-p|--|time)\s+)*(?:[{!]|\[\[|(?:if|while|until|for|case|select|"
+                           rb"function|coproc)\b)")
 
 
 def _first(text: bytes | None) -> bytes:

@@ -227,6 +227,7 @@ _SHELL_ARG_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file
 _ASSIGNING = frozenset({"read", "mapfile", "readarray", "getopts", "let"})
 # Builtins that change what a later command name means.
 _RENAMING = frozenset({"alias", "enable"})
+_EVALUATING = _ASSIGNING | _RENAMING | {"printf", "wait", "hash", "test", "["}
 _SCRIPTISH = re.compile(r"[\s;&|<>()$`'\"{}\\]")
 MAX_SCRIPTS = 32  # strings of one wrapper's arguments re-parsed as possible scripts
 
@@ -329,6 +330,8 @@ def _evaluates(ws: Sequence[Word]) -> str | None:
     """Why a builtin makes the command opaque: it assigns a variable, evaluates a subscript, or
     changes what a later command name means."""
     name = ws[0].value
+    if name not in _EVALUATING:
+        return None
     args = [w.value for w in ws[1:]]
     if name == "printf" and args and args[0].startswith("-v"):
         return "`printf -v` assigns a variable, which changes what later commands run"
@@ -459,13 +462,18 @@ def _git_forms(ws: Sequence[Word]) -> tuple[list[str], list[str]]:
 def vague(w: Word) -> bool:
     """Whether a word's value is only known when it runs: an expansion, or an unquoted glob
     (a file named ``--output=x`` turns ``sort *`` into ``sort --output=x …``)."""
-    return w.dynamic or _GLOB_CHARS.search(QUOTED_PART.sub("_", w.raw)) is not None
+    if w.dynamic:
+        return True
+    raw = w.raw
+    return _GLOB_CHARS.search(raw) is not None and _GLOB_CHARS.search(QUOTED_PART.sub("_", raw)) is not None
 
 
 def _rate(ws: Sequence[Word]) -> Risk:
     from .readonly import rate  # the allowlist loads with the first bash line, not at start-up
 
-    return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
+    if any(w.dynamic for w in ws) or _GLOB_CHARS.search(" ".join(w.raw for w in ws)) is not None:
+        return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
+    return rate([w.value for w in ws])
 
 
 _HOME_VAR = re.compile(r"\$(?:HOME\b|\{HOME\})")
@@ -560,7 +568,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
         out.scripts.extend(stdin)
     elif stdin and out.opaque and any(base(w.value) in SHELLS for w in cmd[1:]):
         out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
-    if braces and any("{" in w.raw and not w.dynamic for w in words) and _has_braces(words):
+    if braces and "{" in as_written and _has_braces(words):
         _braces(words, assignments, redirects, stdin, start, out)
     if unsafe and out.opaque is None:
         names = ", ".join(a.split("=", 1)[0] for a in unsafe)
