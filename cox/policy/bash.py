@@ -175,6 +175,7 @@ class _Walk:
         self.risk = Risk.READ_ONLY
         self.pending: dict[int, tuple[list[str], list[Word], list[str]]] = {}
         self.piped: dict[int, Node] = {}
+        self.piped_text: dict[int, list[str]] = {}
         self.extra: list[str] = []  # forms for deny and ask rules that belong to no command
         self.braces = b"{" in src
 
@@ -228,6 +229,10 @@ class _Walk:
                 kids = node.named_children
                 for a, b in zip(kids, kids[1:], strict=False):
                     self.piped[b.id] = a
+            if t == "heredoc_redirect":  # ``cat <<EOF | sh``: the grammar hangs the pipe on the here-document
+                pipe = next((c for c in node.named_children if c.type == "pipeline"), None)
+                if pipe is not None and pipe.named_children:
+                    self.piped_text[pipe.named_children[0].id] = self.fed(node)
             stack.extend(reversed(node.named_children))
 
     def arithmetic(self, node: Node) -> None:
@@ -286,11 +291,19 @@ class _Walk:
         redirects, extra, stdin = self.pending.pop(node.id, ([], [], []))
         redirects = list(redirects)
         stdin = list(stdin)
+        stdin.extend(self.piped_text.pop(node.id, ()))
         piped = self.piped.pop(node.id, None)
         while piped is not None and piped.type in ("negated_command", "redirected_statement") and piped.named_children:
+            for c in piped.named_children:
+                stdin.extend(self.fed(c))  # cat <<< 'rm x' | sh
             piped = piped.named_children[0]
         if piped is not None and piped.type == "command":  # echo 'rm x' | sh
-            args = [self.word(c).value for c in piped.named_children[1:] if c.type not in _REDIRECTS]
+            args = []
+            for c in piped.named_children[1:]:
+                if c.type in _REDIRECTS:
+                    stdin.extend(self.fed(c))
+                else:
+                    args.append(self.word(c).value)
             stdin.extend([" ".join(args), *args])
         for child in node.named_children:
             t = child.type

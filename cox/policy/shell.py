@@ -35,6 +35,12 @@ __all__ = ["Analysis", "Word", "analyse", "base", "canon", "max_risk", "plain_wo
 LOCALE_VARS = frozenset({"LC_ALL", "LANG", "LANGUAGE", "TZ", "NO_COLOR", "LC_CTYPE", "LC_COLLATE",
                          "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_MONETARY"})
 
+# Variables whose value is a command line some program runs (as written before a command, the
+# value is re-parsed so deny and ask rules see that command too).
+RUNNING_VARS = frozenset({"GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL", "GIT_SSH_COMMAND", "GIT_SSH",
+                          "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_SEQUENCE_EDITOR", "LESSOPEN",
+                          "LESSCLOSE", "PROMPT_COMMAND", "MANPAGER", "SYSTEMD_PAGER", "BROWSER", "DIFF_PAGER"})
+
 # Wrappers that run another command and are not stripped: the wrapped command stays visible to
 # deny and ask rules (as a form), but no allow rule or grant covers the line.
 OPAQUE_WRAPPERS = frozenset({
@@ -232,6 +238,13 @@ _SCRIPTISH = re.compile(r"[\s;&|<>()$`'\"{}\\]")
 MAX_SCRIPTS = 32  # strings of one wrapper's arguments re-parsed as possible scripts
 
 
+def _unquote(text: str) -> str:
+    try:
+        return " ".join(shlex.split(text))
+    except ValueError:
+        return text
+
+
 def base(value: str) -> str:
     """The program name of a command word: ``/usr/bin/env`` is ``env`` (rules see the basename)."""
     return value.rsplit("/", 1)[1] if "/" in value else value
@@ -268,18 +281,35 @@ def _dash_c(ws: Sequence[Word]) -> list[str] | None:
     return scripts or [""]
 
 
+_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
+
+
 def _reads_script(ws: Sequence[Word]) -> bool:
-    """Whether a shell (no ``-c``) runs the script it reads from its input: no script file, or ``-s``."""
+    """Whether a shell (no ``-c``) runs the script it reads from its input: no script file, ``-s``,
+    or a script file that is its input (``/dev/stdin``, ``<(…)``)."""
     for w in ws[1:]:
         a = w.value
         if a == "--":
             continue
-        if a.startswith("-") or a.startswith("+"):
+        if (a.startswith("-") or a.startswith("+")) and a != "-":
             if not a.startswith("--") and "s" in a[1:]:
                 return True
             continue
-        return False
+        return a in _STDIN_FILES or w.raw.startswith("<(")
     return True
+
+
+def _substituted(ws: Sequence[Word]) -> list[str]:
+    """The argument strings of the commands in ``<(…)`` words: what they print may be run."""
+    out: list[str] = []
+    for w in ws:
+        if w.raw.startswith("<(") and w.raw.endswith(")"):
+            try:
+                args = shlex.split(w.raw[2:-1])[1:]
+            except ValueError:
+                continue
+            out.extend([" ".join(args), *args])
+    return out
 
 
 def _trap_script(ws: Sequence[Word]) -> str:
@@ -431,7 +461,7 @@ def _git_forms(ws: Sequence[Word]) -> tuple[list[str], list[str]]:
     """Forms of ``git [global options] SUB …`` with the global options removed (``git -C . push``
     is ``git push`` to a rule), the sub-command an ``-c alias.X=…`` names, and the shell script
     of a ``!`` alias."""
-    i, aliases = 1, {}
+    i, aliases, configured = 1, {}, []
     while i < len(ws):
         a = ws[i].value
         if a in _GIT_VALUED:
@@ -439,17 +469,19 @@ def _git_forms(ws: Sequence[Word]) -> tuple[list[str], list[str]]:
                 key, _, value = ws[i + 1].value.partition("=")
                 if key.lower().startswith("alias."):
                     aliases[key[6:]] = value
+                elif value:
+                    configured.append(value)  # core.pager, core.sshCommand … run their value
             i += 2
         elif a.startswith("-"):
             i += 1
         else:
             break
+    scripts: list[str] = [v.lstrip("!") for v in configured]
     if i >= len(ws):
-        return [], []
+        return [], scripts
     parts = _parts(ws)
     rest = " ".join(parts[i + 1:])
     forms = [" ".join(["git", *parts[i:]])] if i > 1 else []
-    scripts: list[str] = []
     alias = aliases.get(ws[i].value)
     if alias is not None:
         if alias.startswith("!"):
@@ -565,11 +597,17 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
             out.opaque = _evaluates(cmd) or configures
     if base(name) in SHELLS and nested is None and not cmd[0].dynamic and _reads_script(cmd):
         out.opaque = out.opaque or f"`{name}` runs the script it reads from its input"
-        out.scripts.extend(stdin)
+        out.scripts.extend([*stdin, *_substituted(cmd)])
+    elif name in ("source", ".") and len(cmd) > 1 and _reads_script(cmd[:2]):
+        out.scripts.extend([*stdin, *_substituted(cmd)])  # ``source /dev/stdin <<< '…'``
     elif stdin and out.opaque and any(base(w.value) in SHELLS for w in cmd[1:]):
         out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
     if braces and "{" in as_written and _has_braces(words):
         _braces(words, assignments, redirects, stdin, start, out)
+    for a in unsafe:
+        name_, _, value = a.partition("=")
+        if name_ in RUNNING_VARS:  # GIT_PAGER='rm x' git log
+            out.scripts.append(_unquote(value).lstrip("|!"))
     if unsafe and out.opaque is None:
         names = ", ".join(a.split("=", 1)[0] for a in unsafe)
         out.opaque = f"the assignment of {names} changes what the command runs"

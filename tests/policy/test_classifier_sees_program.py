@@ -30,6 +30,10 @@ RM = [
     "sh <<< 'rm x'", "bash <<EOF\nrm x\nEOF", "rm${IFS}-rf${IFS}x", "r${x}m -rf x", "flock /tmp/l -c 'rm x'",
     "watch 'rm x'", "ssh host 'rm -rf x'", "nice -n 5 /bin/rm x", "busybox rm x", "find . -exec /bin/rm {} +",
     "git -c alias.x='!rm y' x", "command /bin/rm x", "exec rm x", "'r'm x", "r\"\"m x", "\\rm x", "$'\\x72m' x",
+    "git -c core.pager='rm x' log", "GIT_PAGER='rm x' git log", "GIT_SSH_COMMAND='rm x' git fetch",
+    "source /dev/stdin <<< 'rm x'", ". <(echo 'rm x')", "bash /dev/stdin <<< 'rm x'", "bash <(echo 'rm x')",
+    "cat <<EOF | sh\nrm x\nEOF", "cat <<< 'rm x' | bash", "echo 'rm x' | bash -", "$SHELL -c 'rm x'",
+    "env sh <<< 'rm x'", "time if true; then rm x; fi", "! { if true; then rm x; fi; }", "time { { rm x; }; }",
 ]
 
 

@@ -166,10 +166,13 @@ EXTERNAL = ["nohup {}", "timeout 5 {}", "nice -n 3 {}", "env {}", "env -i {}", "
 BUILTIN_PREFIX = ["command {}", "exec {}", "builtin command {}"]
 ENV_SPLIT = ["env -S {q}", "/usr/bin/env -S {q}", "env --split-string={q}", "env -iS {q}"]  # env's own quoting
 SHELL = ["sh -c {q}", "bash -c {q}", "/bin/sh -c {q}", "/usr/bin/bash -c {q}", "bash --norc -c {q}", "sh -ec {q}",
-         "bash -o posix -c {q}", "bash --rcfile /dev/null -c {q}", *ENV_SPLIT, "su -c {q}", "runuser -c {q}", "script -qc {q} /dev/null", "sh <<< {q}",
+         "bash -o posix -c {q}", "bash --rcfile /dev/null -c {q}", *ENV_SPLIT, "su -c {q}", "bash /dev/stdin <<< {q}",
+         "bash - <<< {q}", "sh -s <<< {q}", "runuser -c {q}", "script -qc {q} /dev/null", "sh <<< {q}",
          "flock /tmp/l -c {q}"]
 BUILTIN_STRING = ["eval {q}", "trap -- {q} EXIT", "trap {q} EXIT"]
-PIPED = ["echo {q} | sh", "printf '%s\\n' {q} | bash", "echo {q} | /bin/sh -s"]
+PIPED = ["echo {q} | sh", "printf '%s\\n' {q} | bash", "echo {q} | /bin/sh -s", "cat <<< {q} | sh", "echo {q} | bash -",
+         "source /dev/stdin <<< {q}", ". /dev/stdin <<< {q}", "bash <(echo {q})"]
+HEREDOCS = ["sh <<'EOF'\n{}\nEOF", "cat <<'EOF' | bash\n{}\nEOF", "bash <<\"END\"\n{}\nEND"]
 GROUPS = ["{{ {}; }}", "( {} )", "time {{ {}; }}", "time {}", "! {}", "if true; then {}; fi", "true && {}",
           "false || {}", "for i in 1; do {}; done", "{} & wait", "ls; {}", "while false; do :; done; {}",
           "time -p {}", "! {{ {}; }}"]
@@ -212,7 +215,7 @@ def disguised(draw: st.DrawFn, table: dict[tuple[str, ...], str]) -> tuple[str, 
         line = " ".join(words)
     state = "external"  # a simple command running an external program: any wrapper may prefix it
     for _ in range(draw(st.integers(0, 3))):
-        choices = GROUPS + SHELL + BUILTIN_STRING + PIPED
+        choices = GROUPS + SHELL + BUILTIN_STRING + PIPED + HEREDOCS
         if state == "external":
             choices = choices + EXTERNAL + BUILTIN_PREFIX
         wrap = draw(st.sampled_from([c for c in choices if envable or c not in ENV_SPLIT]))
