@@ -1,12 +1,18 @@
 """Split a bash line into the simple commands the permission engine judges one by one.
 
-The line is parsed with tree-sitter-bash and every simple command in the tree is collected: those
-joined by ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines, and those nested in subshells, ``$(…)``,
+The line is first read the way bash reads it where the grammar differs: backslash-newline is
+deleted outside single quotes, ``$'…'``, comments and quoted here-documents, and the ``time`` or
+``!`` before a compound command (``time { …; }``) is set aside. It is then parsed with
+tree-sitter-bash and every simple command in the tree is collected: those joined by ``;``,
+``&&``, ``||``, ``|``, ``&`` and newlines, and those nested in subshells, groups, ``$(…)``,
 ``<(…)``, loop and if bodies, case arms and function bodies. Each is analysed at word level by
-:mod:`cox.policy.shell` (wrappers stripped, ``eval``/``sh -c`` strings re-parsed here with the same
-walk). A line is *opaque* when the split cannot vouch for what it runs: ``$(…)`` or backticks,
-``<(…)``, eval, ``sh -c``, an output redirect to a path (``2>&1`` and ``/dev/null`` are fine),
-a parse error, an opaque wrapper or an assignment. No prefix rule or grant allows an opaque line.
+:mod:`cox.policy.shell` (wrappers stripped; ``eval``/``sh -c``/``env -S``/``su -c`` strings, what
+is piped or fed to a shell, and brace expansions re-parsed here with the same walk). A line is
+*opaque* when the split cannot vouch for what it runs: ``$(…)`` or backticks, ``<(…)``, eval,
+``sh -c``, an output redirect to a path (``2>&1`` and ``/dev/null`` are fine), a parse error, an
+opaque wrapper, an assignment, a brace expansion that builds the command name, or something bash
+evaluates as code (``${x@P}``, ``${!x}``, arithmetic or a subscript that names a variable,
+``test -v``). No prefix rule or grant allows an opaque line.
 
 Nothing here raises on any input: whatever goes wrong makes the line opaque instead.
 The parser is built on first use (importing this module does not import tree-sitter), one per
@@ -360,6 +366,15 @@ class _Walk:
                 fed.extend(self.fed(child))
         if body is not None and body.type == "command":
             self.pending[body.id] = (kept, extra, fed)
+        elif body is not None and fed:
+            # ``false || sh <<EOF``: the grammar hangs the here-document on the whole list; any
+            # command in it may be the one that reads it
+            stack = [body]
+            while stack:
+                n = stack.pop()
+                if n.type == "command":
+                    self.piped_text.setdefault(n.id, []).extend(fed)
+                stack.extend(n.named_children)
 
     def redirect(self, node: Node) -> tuple[str | None, list[Word], str | None]:
         """``(text to keep in the command, stray words, path written to)`` of one redirect.

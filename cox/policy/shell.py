@@ -12,11 +12,15 @@ Vocabulary:
   ``git  "status"`` and ``git status`` are the same command, and ``LC_ALL=C ls`` is ``ls``.
 - the *forms* of a command are every string a deny or ask rule is matched against: the text, the
   command as written (wrappers, assignments), the command with its path stripped (``/bin/rm``),
-  and for an opaque wrapper every tail of its words (``sudo -u x rm -rf y`` → ``rm -rf y``).
-  More forms can only make a deny or ask apply more often, never an allow.
+  git with its global options removed (``git -C . push`` → ``git push``), the words a brace
+  expansion makes, for an opaque wrapper every tail of its words (``sudo -u x rm -rf y`` →
+  ``rm -rf y``) and the forms of every string it may hand to a shell (``su -c '…'``,
+  ``env -S '…'``). More forms can only make a deny or ask apply more often, never an allow.
 - a command is *opaque* when an allow rule cannot vouch for what it runs: a wrapper not on the
-  strip list (``env``, ``sudo``, ``watch``, ``find -exec``, ``xargs -0`` …), ``eval``,
-  ``sh -c``, a command name computed at run time, or an assignment that changes what runs.
+  strip list (``env``, ``sudo``, ``watch``, ``find -exec``, ``xargs -0`` …) or any path-qualified
+  wrapper or shell (``/usr/bin/nohup`` may be anything), ``eval``, ``sh -c``, a shell reading its
+  script from its input, a command name computed at run time, an assignment that changes what
+  runs, ``git -c``, or a builtin that assigns a variable or evaluates a subscript.
 """
 
 from __future__ import annotations
