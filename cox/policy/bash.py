@@ -29,13 +29,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cox.protocol.types import Risk
 
+from .bashread import GROUP_PREFIX, joined, parseable, ungrouped
 from .braces import has_braces
+from .evaluation import arithmetic, evaluated, strip_delimiters, test_reasons
 from .shell import Word, analyse, max_risk, plain_words, split_assignments, tails
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tree_sitter import Node, Parser, Tree
+    from tree_sitter import Node, Parser
 
 __all__ = ["Classification", "Command", "Split", "canonical", "classify", "clear_cache", "split"]
 
@@ -242,31 +244,18 @@ class _Walk:
             stack.extend(reversed(node.named_children))
 
     def arithmetic(self, node: Node) -> None:
-        """``$((…))``, ``((…))`` and ``for ((…))``: plain arithmetic on literals is harmless; bash
-        evaluates a variable's value there as an expression, so ``x='a[$(cmd)]'; ((x))`` runs cmd."""
-        body = _ARITH_DELIMS.sub("", self.text(node)) if node.type != "c_style_for_statement" else \
-            self.text(node).split("((", 1)[-1].rsplit("))", 1)[0]
-        if _LITERAL_ARITH.fullmatch(body):
-            return
-        if "$(" in body or "`" in body:
-            self.reason("it evaluates a string that holds a command substitution")
-        else:
-            self.reason("its arithmetic names a variable, and bash evaluates a variable's value there as code")
+        """``$((…))``, ``((…))`` and ``for ((…))`` (see :mod:`cox.policy.evaluation`)."""
+        text = self.text(node)
+        body = strip_delimiters(text) if node.type != "c_style_for_statement" else \
+            text.split("((", 1)[-1].rsplit("))", 1)[0]
+        why = arithmetic(body)
+        if why is not None:
+            self.reason(why)
 
     def test(self, node: Node) -> None:
-        """``[[ … ]]``: ``-eq`` and friends evaluate their operands as arithmetic and ``-v`` the
-        subscript of a name, either of which can run a command substitution."""
-        body = self.text(node)
-        if "$(" in body or "`" in body:  # [[ 1 -eq 'a[$(cmd)]' ]] runs cmd
-            self.reason("it evaluates a string that holds a command substitution")
-        words = body.split()
-        for k, w in enumerate(words):
-            if w in _ARITH_TESTS and not (k > 0 and _INTEGER.fullmatch(words[k - 1])
-                                          and k + 1 < len(words) and _INTEGER.fullmatch(words[k + 1])):
-                self.reason(f"its `{w}` test evaluates operands as arithmetic, where bash runs what a "
-                            "variable's value says")
-            elif w in ("-v", "-R") and k + 1 < len(words) and ("[" in words[k + 1] or "$" in words[k + 1]):
-                self.reason(f"`[[ {w} ]]` evaluates the subscript of the name it is given, which can run commands")
+        """``[[ … ]]`` (see :mod:`cox.policy.evaluation`)."""
+        for why in test_reasons(self.text(node)):
+            self.reason(why)
 
     # commands and what hangs on them
 
@@ -311,8 +300,19 @@ class _Walk:
                 else:
                     args.append(self.word(c).value)
             stdin.extend([" ".join(args), *args])
+        ends: list[int] = []  # where each word ends: tree-sitter splits ``'a'\b`` into two
         for child in node.named_children:
             t = child.type
+            if t in ("command_name", "word", "raw_string", "string", "concatenation", "ansi_c_string",
+                     "simple_expansion", "expansion", "number", "translated_string") and words and ends \
+                    and ends[-1] == child.start_byte:
+                inner = child.named_children[0] if t == "command_name" and child.named_child_count else child
+                w, tail = words[-1], self.word(inner)
+                words[-1] = Word(w.value + tail.value, w.raw + tail.raw, w.dynamic or tail.dynamic)
+                ends[-1] = child.end_byte
+                if inner.type not in _LEAVES:
+                    stack.append(inner)
+                continue
             if t == "variable_assignment" and not words:
                 assignments.append(self.text(child))
                 value = child.child_by_field_name("value")
@@ -325,14 +325,17 @@ class _Walk:
                 child = child.named_children[0]
                 t = child.type
                 words.append(self.word(child))
+                ends.append(child.end_byte)
             elif t in _REDIRECTS:
                 kept, more, _ = self.redirect(child)
                 if kept:
                     redirects.append(kept)
                 words.extend(more)
+                ends.extend(-1 for _ in more)
                 stdin.extend(self.fed(child))
             elif t not in ("comment", "ERROR"):
                 words.append(self.word(child))
+                ends.append(child.end_byte)
             if t not in _LEAVES:  # look inside for $(…), <(…) and what they run
                 stack.append(child)
         if [w.raw for w in words] == ["}"] and not extra:
@@ -443,41 +446,20 @@ class _Walk:
         return Word(raw, raw, t in _DYNAMIC or "$" in raw or "`" in raw)
 
 
-# tree-sitter-bash 0.25.1 can crash the process (SIGSEGV) on "{" followed by a character outside
-# the BMP, a 4-byte UTF-8 sequence (tree-sitter/tree-sitter-bash#337, open upstream). Such
-# characters (and lone surrogates) are swapped for private-use BMP characters the line does not
-# use before parsing, and swapped back in every text taken from the tree. Both are plain word
-# characters to the grammar, so the split is the same.
-_ODD = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
-
-
-def _parseable(line: str) -> tuple[str, dict[int, str] | None]:
-    if line.isascii():
-        return line, None
-    odd = sorted(set(_ODD.findall(line)))
-    if not odd:
-        return line, None
-    free = [chr(c) for c in range(0xE000, 0xF900) if chr(c) not in line][:len(odd)]
-    if len(free) < len(odd):
-        raise ValueError("too many distinct characters outside the BMP")
-    return line.translate({ord(o): f for o, f in zip(odd, free, strict=True)}), \
-        {ord(f): o for o, f in zip(odd, free, strict=True)}
-
-
 def _split(line: str, depth: int) -> Split:
-    safe, back = _parseable(line)
+    safe, back = parseable(line)
     src = safe.encode("utf-8", "surrogatepass")
     tree = _parser().parse(src)
-    joined: str | None = None
+    why_joined: str | None = None
     if b"\\\n" in src:
-        src, tree, joined = _joined(src, tree)
-    if (b"time" in src or b"!" in src) and _GROUP_PREFIX.search(src):
-        src, tree = _ungrouped(src, tree)
+        src, tree, why_joined = joined(src, tree, _parser().parse)
+    if (b"time" in src or b"!" in src) and GROUP_PREFIX.search(src):
+        src, tree = ungrouped(src, tree, _parser().parse)
     walk = _Walk(src, depth, back)
     root = tree.root_node
     walk.run(root)
-    if joined:
-        walk.reason(joined)
+    if why_joined:
+        walk.reason(why_joined)
     extra: list[str] = walk.extra
     if root.has_error:
         walk.reason("it could not be parsed")
@@ -486,156 +468,6 @@ def _split(line: str, depth: int) -> Split:
     if walk.reasons:
         walk.risk = max_risk(walk.risk, Risk.EXEC)
     return Split(line, tuple(walk.commands), tuple(walk.reasons), tuple(extra), walk.risk)
-
-
-# --- line continuations -------------------------------------------------------------------------
-# bash deletes backslash-newline before it splits words, everywhere but inside single quotes,
-# $'…', comments and the body of a here-document whose delimiter is quoted; the grammar takes it
-# for a word break, so ``comm\⏎and rm -rf src`` would read as two words. The line is joined the
-# way bash joins it and parsed again (until nothing changes: a join can move a quote or a ``#``).
-
-_LITERAL_SPANS = frozenset({"raw_string", "ansi_c_string", "comment"})
-
-
-def _joined(src: bytes, tree: Tree) -> tuple[bytes, Tree, str | None]:
-    """``src`` with its line continuations removed, its tree, and why the line is opaque if the
-    join cannot be vouched for."""
-    why: str | None = None
-    for _ in range(4):
-        out, in_heredoc = _join_once(src, tree.root_node)
-        if in_heredoc:
-            why = "it continues a line inside a here-document"
-        if out == src:
-            return src, tree, why
-        src = out
-        tree = _parser().parse(src)
-        if b"\\\n" not in src:
-            return src, tree, why
-    return src, tree, "its line continuations could not be followed"
-
-
-def _join_once(src: bytes, root: Node) -> tuple[bytes, bool]:
-    literal: list[tuple[int, int]] = []
-    heredocs: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in _LITERAL_SPANS:
-            literal.append((node.start_byte, node.end_byte))
-            continue
-        if node.type == "heredoc_redirect":
-            start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
-            quoted = start is not None and any(q in src[start.start_byte:start.end_byte] for q in (b"'", b'"', b"\\"))
-            for c in node.named_children:
-                if c.type == "heredoc_body":
-                    (literal if quoted else heredocs).append((c.start_byte, c.end_byte))
-        stack.extend(node.children)
-    literal.sort()
-    out = bytearray()
-    i, k, n, in_heredoc = 0, 0, len(src), False
-    while i < n:
-        while k < len(literal) and literal[k][1] <= i:
-            k += 1
-        if k < len(literal) and literal[k][0] <= i:
-            out += src[i:literal[k][1]]
-            i = literal[k][1]
-            continue
-        if src[i] == 0x5C:
-            if src[i + 1:i + 2] == b"\n":
-                in_heredoc = in_heredoc or any(a <= i < b for a, b in heredocs)
-                i += 2
-                continue
-            out += src[i:i + 2]
-            i += 2
-            continue
-        out.append(src[i])
-        i += 1
-    return bytes(out), in_heredoc
-
-
-# --- compound commands the grammar misses -------------------------------------------------------------------
-# tree-sitter-bash reads ``time { …; }``, ``time if …`` and ``! { …; }`` as a command named ``time``
-# (or ``{``, ``if``) whose words run to the first ``;``, so ``time { if true; then rm x; fi; }``
-# would hide ``rm x`` in a command named ``then``. The ``time`` (with ``-p``/``--``) or ``!``
-# before such a compound command is blanked out, which changes nothing the classifier judges (``time`` is stripped anyway), and the
-# line parsed again.
-
-
-_COMPOUND_WORDS = frozenset({b"{", b"if", b"while", b"until", b"for", b"case", b"select", b"[[", b"!", b"function",
-                             b"coproc"})
-
-
-_GROUP_PREFIX = re.compile(rb"(?:\btime|!)\s+(?:(?:-p|--|time)\s+)*(?:[{!]|\[\[|(?:if|while|until|for|case|select|"
-                           rb"function|coproc)\b)")
-
-
-def _first(text: bytes | None) -> bytes:
-    words = (text or b"").split()
-    return words[0] if words else b""
-
-
-def _ungrouped(src: bytes, tree: Tree) -> tuple[bytes, Tree]:
-    for _ in range(MAX_DEPTH):
-        spans = _group_prefixes(tree.root_node)
-        if not spans:
-            break
-        out = bytearray(src)
-        for a, b in spans:
-            out[a:b] = b" " * (b - a)
-        src = bytes(out)
-        tree = _parser().parse(src)
-    return src, tree
-
-
-def _group_prefixes(root: Node) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "command":
-            kids = node.named_children
-            if kids and kids[0].type == "command_name" and kids[0].text == b"time":
-                k = 1
-                while k < len(kids) and kids[k].text in (b"-p", b"--", b"time"):
-                    k += 1
-                if k < len(kids) and kids[k].type == "word" and _first(kids[k].text) in _COMPOUND_WORDS:
-                    spans.append((node.start_byte, kids[k].start_byte))
-        elif node.type == "negated_command" and node.child_count and node.children[0].type == "!":
-            body = node.named_children[0] if node.named_children else None
-            name = body.named_children[0] if body is not None and body.type == "command" and \
-                body.named_children else None
-            if name is not None and name.type == "command_name" and _first(name.text) in _COMPOUND_WORDS:
-                spans.append((node.children[0].start_byte, node.children[0].end_byte))
-        stack.extend(node.children)
-    return spans
-
-
-# --- what bash evaluates --------------------------------------------------------------------------
-
-_ARITH_DELIMS = re.compile(r"^\$?\(\(|\)\)$|^\$\[|\]$")
-_LITERAL_ARITH = re.compile(r"(?:\s|0[xX][0-9a-fA-F]+|\d+#[0-9A-Za-z@_]+|\d+|[-+*/%()<>=!&|^~?:,])*")
-_ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
-_INTEGER = re.compile(r"[+-]?\d+")
-_INDIRECT_LIST = re.compile(r"\$\{![A-Za-z_]\w*(?:[*@]|\[[*@]\])\}")
-_SUBSCRIPT = re.compile(r"\$\{[#!]?[A-Za-z_]\w*\[([^\]]*)\]")
-_SUBSTRING = re.compile(r"\$\{[#]?(?:[A-Za-z_]\w*(?:\[[^\]]*\])?|[@*]|\d+):(?![-=?+])([^}]*)\}")
-
-
-def evaluated(expansion: str) -> str | None:
-    """Why a ``${…}`` expansion can run a command: a prompt expansion (``${x@P}``), an indirect
-    one (``${!x}``: bash evaluates the subscript of the name the value holds), or an array
-    subscript or substring offset that is arithmetic naming a variable."""
-    if expansion.endswith("@P}"):
-        return "it expands a prompt string (`@P`), which can run commands"
-    if expansion.startswith("${!") and not _INDIRECT_LIST.fullmatch(expansion):
-        return "it expands a variable indirectly (`${!…}`), and bash evaluates the subscript the value names"
-    m = _SUBSCRIPT.match(expansion)
-    if m is not None and m.group(1).strip() not in ("@", "*") and not _LITERAL_ARITH.fullmatch(m.group(1)):
-        return "its array subscript is arithmetic that names a variable, and bash evaluates a variable's value there as code"
-    m = _SUBSTRING.match(expansion)
-    if m is not None and not _LITERAL_ARITH.fullmatch(m.group(1)):
-        return "its substring offset is arithmetic that names a variable, and bash evaluates a variable's value there as code"
-    return None
 
 
 def _crude_forms(line: str) -> tuple[str, ...]:

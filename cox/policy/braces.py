@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .shell import QUOTED_PART
+from .words import QUOTED_PART
 
 __all__ = ["LIMIT", "expand", "has_braces"]
 

@@ -32,18 +32,26 @@ from dataclasses import dataclass, field
 
 from cox.protocol.types import Risk
 
+from .scripts import (
+    GIT_CONFIGURING,
+    RUNNING_VARS,
+    SHELLS,
+    arg_scripts,
+    git_forms,
+    git_sub,
+    reads_script,
+    runs_string,
+    substituted,
+    unquote,
+)
+from .words import ASSIGNMENT, GLOB_CHARS, Word, base, canon, plain_words, quote, vague, word_forms
+
 __all__ = ["Analysis", "Word", "analyse", "base", "canon", "max_risk", "plain_words", "tails", "vague"]
 
 # Variables that cannot change what a command resolves to or does (the spec's LC_ALL, LANG, TZ,
 # NO_COLOR, plus the other locale categories): a leading assignment of them is as if absent.
 LOCALE_VARS = frozenset({"LC_ALL", "LANG", "LANGUAGE", "TZ", "NO_COLOR", "LC_CTYPE", "LC_COLLATE",
                          "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_MONETARY"})
-
-# Variables whose value is a command line some program runs (as written before a command, the
-# value is re-parsed so deny and ask rules see that command too).
-RUNNING_VARS = frozenset({"GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL", "GIT_SSH_COMMAND", "GIT_SSH",
-                          "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_SEQUENCE_EDITOR", "LESSOPEN",
-                          "LESSCLOSE", "PROMPT_COMMAND", "MANPAGER", "SYSTEMD_PAGER", "BROWSER", "DIFF_PAGER"})
 
 # Wrappers that run another command and are not stripped: the wrapped command stays visible to
 # deny and ask rules (as a form), but no allow rule or grant covers the line.
@@ -54,35 +62,18 @@ OPAQUE_WRAPPERS = frozenset({
     "torsocks", "proxychains", "proxychains4", "fakeroot", "faketime", "ssh", "catchsegv",
     "numactl", "cgexec", "sg", "chpst", "setpriv", "prlimit", "eatmydata", "caffeinate",
 })
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # Bounds on the forms an opaque wrapper adds (its line is opaque, so a command hidden past them
 # is still asked about, never allowed): how many tails, and how much of each a rule may see.
 MAX_TAILS = 256
 TAIL_CHARS = 512
 _RISK_ORDER = {Risk.READ_ONLY: 0, Risk.WRITE: 1, Risk.EXEC: 2, Risk.DESTRUCTIVE: 3}
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _NICE_NUMBER = re.compile(r"-[-+]?\d+")
 _GLOB_NAME = re.compile(r"[*?]|\[.*\]|\{.*[,.].*\}")
 _EXPANSION = re.compile(r"\$\{[^{}]*\}|\$[A-Za-z_]\w*|\$[@*#?$!0-9-]")
-_GLOB_CHARS = re.compile(r"[*?\[]")
-# a quoted part of a word as written: what is left once these are gone is unquoted
-QUOTED_PART = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.", re.DOTALL)
-
-
 def max_risk(a: Risk, b: Risk) -> Risk:
     return a if _RISK_ORDER[a] >= _RISK_ORDER[b] else b
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One shell word: ``value`` after quote removal, ``raw`` as written, and whether it holds an
-    expansion whose value only the running shell knows (``$x``, ``$(…)``)."""
-
-    value: str
-    raw: str
-    dynamic: bool = False
 
 
 @dataclass(slots=True)
@@ -94,32 +85,6 @@ class Analysis:
     opaque: str | None = None
     scripts: list[str] = field(default_factory=list)  # strings eval / sh -c / trap would run
     paths: list[str] = field(default_factory=list)  # arguments that name files it may read
-
-
-def plain_words(tokens: Sequence[str]) -> list[Word]:
-    """Words from text that has no tree (a parse error's pieces, a rule): values as written."""
-    return [Word(t, t, "$" in t or "`" in t) for t in tokens]
-
-
-def _quote(w: Word) -> str:
-    # A word written without quotes or escapes is its own canonical form (``~``, ``*.py`` keep
-    # their meaning); a quoted one is re-quoted the one way shlex does, so ``"a b"`` is ``'a b'``.
-    return w.raw if w.dynamic or w.raw == w.value else shlex.quote(w.value)
-
-
-def _parts(words: Sequence[Word]) -> list[str]:
-    """Each word in canonical form. A first word that only looks like an assignment
-    (``"FOO=1" cmd`` runs a program named ``FOO=1``) is quoted, so it never reads the same as a
-    real assignment."""
-    parts = [_quote(w) for w in words]
-    if parts and not words[0].dynamic and parts[0] == words[0].value and _ASSIGNMENT.match(parts[0]):
-        parts[0] = "'" + parts[0] + "'"
-    return parts
-
-
-def canon(words: Sequence[Word], extra: Sequence[str] = ()) -> str:
-    """The canonical text of ``words`` followed by ``extra`` strings (redirects) as written."""
-    return " ".join([*_parts(words), *extra])
 
 
 # --- wrappers Claude Code strips -------------------------------------------------------------
@@ -229,8 +194,6 @@ def _strip(ws: Sequence[Word]) -> tuple[int, str | None]:
     return i, None
 
 
-# Options of a shell that take the next word as their argument (``bash -o posix -c …``).
-_SHELL_ARG_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 # Bash builtins that assign the variables their arguments name: like an assignment, they change
 # what later commands run (``printf -v PATH …``), and bash evaluates a subscript in the name
 # (``printf -v 'a[$(cmd)]' x`` runs cmd).
@@ -238,111 +201,6 @@ _ASSIGNING = frozenset({"read", "mapfile", "readarray", "getopts", "let"})
 # Builtins that change what a later command name means.
 _RENAMING = frozenset({"alias", "enable"})
 _EVALUATING = _ASSIGNING | _RENAMING | {"printf", "wait", "hash", "test", "["}
-_SCRIPTISH = re.compile(r"[\s;&|<>()$`'\"{}\\]")
-MAX_SCRIPTS = 32  # strings of one wrapper's arguments re-parsed as possible scripts
-
-
-def _unquote(text: str) -> str:
-    try:
-        return " ".join(shlex.split(text))
-    except ValueError:
-        return text
-
-
-def base(value: str) -> str:
-    """The program name of a command word: ``/usr/bin/env`` is ``env`` (rules see the basename)."""
-    return value.rsplit("/", 1)[1] if "/" in value else value
-
-
-def _dash_c(ws: Sequence[Word]) -> list[str] | None:
-    """The strings ``sh -c SCRIPT`` / ``bash --rcfile x -o posix -ec SCRIPT`` may run, the script
-    first (every later word too: which word is the script depends on options this does not model,
-    and a word that is not a script only adds forms); None when there is no ``-c``."""
-    i, has_c, values = 1, False, []
-    while i < len(ws):
-        a = ws[i].value
-        if a in _SHELL_ARG_OPTIONS:
-            i += 2
-            continue
-        if a == "--":
-            i += 1
-            break
-        if a.startswith("--"):
-            name, eq, value = a.partition("=")
-            if name == "--command" or name == "--init-command":  # fish
-                has_c = True
-            if eq:
-                values.append(value)
-            i += 1
-        elif len(a) > 1 and a[0] in "-+":
-            has_c = has_c or (a[0] == "-" and "c" in a[1:])
-            i += 1
-        else:
-            break
-    if not has_c:
-        return None
-    scripts = [w.value for w in ws[i:]] + values
-    return scripts or [""]
-
-
-_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"})
-
-
-def _reads_script(ws: Sequence[Word]) -> bool:
-    """Whether a shell (no ``-c``) runs the script it reads from its input: no script file, ``-s``,
-    or a script file that is its input (``/dev/stdin``, ``<(…)``)."""
-    for w in ws[1:]:
-        a = w.value
-        if a == "--":
-            continue
-        if (a.startswith("-") or a.startswith("+")) and a != "-":
-            if not a.startswith("--") and "s" in a[1:]:
-                return True
-            continue
-        return a in _STDIN_FILES or w.raw.startswith("<(")
-    return True
-
-
-def _substituted(ws: Sequence[Word]) -> list[str]:
-    """The argument strings of the commands in ``<(…)`` words: what they print may be run."""
-    out: list[str] = []
-    for w in ws:
-        if w.raw.startswith("<(") and w.raw.endswith(")"):
-            try:
-                args = shlex.split(w.raw[2:-1])[1:]
-            except ValueError:
-                continue
-            out.extend([" ".join(args), *args])
-    return out
-
-
-def _trap_script(ws: Sequence[Word]) -> str:
-    i = 1
-    while i < len(ws) and ws[i].value.startswith("-") and ws[i].value != "-":
-        if ws[i].value == "--":
-            i += 1
-            break
-        i += 1
-    return ws[i].value if i < len(ws) else ""
-
-
-def _runs_string(ws: Sequence[Word]) -> tuple[str, list[str]] | None:
-    """``(reason, scripts)`` when ``ws`` runs a string as shell code: eval, sh -c, trap."""
-    if ws[0].dynamic:
-        return None
-    written = ws[0].value
-    name = base(written)
-    if name == "eval":
-        return "`eval` runs a string as a script", [" ".join(w.value for w in ws[1:])]
-    if name == "trap":
-        return "`trap` runs a string as a script", [_trap_script(ws)]
-    if name in SHELLS:
-        scripts = _dash_c(ws)
-        if scripts is not None:
-            return f"`{written} -c` runs a string as a script", scripts
-    return None
-
-
 def _wrapper_reason(ws: Sequence[Word]) -> str | None:
     name = ws[0]
     if name.dynamic or (name.raw not in ("[", "[[") and _GLOB_NAME.search(name.raw)):
@@ -380,34 +238,6 @@ def _evaluates(ws: Sequence[Word]) -> str | None:
     return None
 
 
-def _arg_scripts(ws: Sequence[Word]) -> list[str]:
-    """Strings among a wrapper's arguments that it may hand to a shell (``su -c '…'``,
-    ``env -S '…'``, ``script -qc'…'``, ``watch 'a; b'``): each argument that looks like a script,
-    each long option's ``=value`` and what follows each letter of a short option cluster."""
-    env = base(ws[0].value) == "env"
-    out: list[str] = []
-    for w in ws[1:]:
-        v = w.value
-        cands = []
-        if _SCRIPTISH.search(v):
-            cands.append(v)
-        if v.startswith("--") and "=" in v:
-            cands.append(v.split("=", 1)[1])
-        elif v.startswith("-") and len(v) > 2:
-            j = 2
-            while j < len(v) and j < 9 and v[j - 1].isalnum():
-                cands.append(v[j:])
-                j += 1
-        for c in cands:
-            if env:
-                c = c.replace("\\_", " ")  # env -S reads \_ as a space
-            if c.strip() and c not in out:
-                out.append(c)
-        if len(out) >= MAX_SCRIPTS:
-            break
-    return out[:MAX_SCRIPTS]
-
-
 def _find_execs(ws: Sequence[Word]) -> list[list[Word]]:
     """The commands of ``find … -exec CMD … ;`` (or ``+``)."""
     out: list[list[Word]] = []
@@ -431,11 +261,11 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
     if base(ws[0].value) == "find":
         for cmd in _find_execs(ws):
             out.forms.append(canon(cmd))
-            nested = _runs_string(cmd)
+            nested = runs_string(cmd)
             if nested is not None:
                 out.scripts.extend(nested[1])
-    out.scripts.extend(s for s in _arg_scripts(ws) if s not in out.scripts)
-    parts = [_quote(w) for w in ws[:MAX_TAILS]]
+    out.scripts.extend(s for s in arg_scripts(ws) if s not in out.scripts)
+    parts = [quote(w) for w in ws[:MAX_TAILS]]
     text = " ".join(parts)
     pos = len(parts[0]) + 1
     for k in range(1, len(parts)):
@@ -444,70 +274,21 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
             out.forms.append(text[pos:pos + TAIL_CHARS])
             if "/" in v:
                 out.forms.append(shlex.quote(base(v)) + text[pos + len(parts[k]):])
-            nested = _runs_string(ws[k:])
+            nested = runs_string(ws[k:])
             if nested is not None:
                 out.scripts.extend(s for s in nested[1] if s not in out.scripts)
             if base(v) == "git":
-                forms, scripts = _git_forms(ws[k:])
+                forms, scripts = git_forms(ws[k:])
                 out.forms.extend(forms)
                 out.scripts.extend(scripts)
             out.risk = max_risk(out.risk, _rate(ws[k:k + 16]))
         pos += len(parts[k]) + 1
 
 
-# git's global options that take the next word as their value
-_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix",
-                         "--attr-source", "--list-cmds"})
-_GIT_CONFIGURING = ("-c", "--config-env", "--exec-path")
-
-
-def _git_forms(ws: Sequence[Word]) -> tuple[list[str], list[str]]:
-    """Forms of ``git [global options] SUB …`` with the global options removed (``git -C . push``
-    is ``git push`` to a rule), the sub-command an ``-c alias.X=…`` names, and the shell script
-    of a ``!`` alias."""
-    i, aliases, configured = 1, {}, []
-    while i < len(ws):
-        a = ws[i].value
-        if a in _GIT_VALUED:
-            if a == "-c" and i + 1 < len(ws):
-                key, _, value = ws[i + 1].value.partition("=")
-                if key.lower().startswith("alias."):
-                    aliases[key[6:]] = value
-                elif value:
-                    configured.append(value)  # core.pager, core.sshCommand … run their value
-            i += 2
-        elif a.startswith("-"):
-            i += 1
-        else:
-            break
-    scripts: list[str] = [v.lstrip("!") for v in configured]
-    if i >= len(ws):
-        return [], scripts
-    parts = _parts(ws)
-    rest = " ".join(parts[i + 1:])
-    forms = [" ".join(["git", *parts[i:]])] if i > 1 else []
-    alias = aliases.get(ws[i].value)
-    if alias is not None:
-        if alias.startswith("!"):
-            scripts.append(alias[1:] + (" " + rest if rest else ""))
-        else:
-            forms.append(" ".join(x for x in ("git", alias, rest) if x))
-    return forms, scripts
-
-
-def vague(w: Word) -> bool:
-    """Whether a word's value is only known when it runs: an expansion, or an unquoted glob
-    (a file named ``--output=x`` turns ``sort *`` into ``sort --output=x …``)."""
-    if w.dynamic:
-        return True
-    raw = w.raw
-    return _GLOB_CHARS.search(raw) is not None and _GLOB_CHARS.search(QUOTED_PART.sub("_", raw)) is not None
-
-
 def _rate(ws: Sequence[Word]) -> Risk:
     from .readonly import rate  # the allowlist loads with the first bash line, not at start-up
 
-    if any(w.dynamic for w in ws) or _GLOB_CHARS.search(" ".join(w.raw for w in ws)) is not None:
+    if any(w.dynamic for w in ws) or GLOB_CHARS.search(" ".join(w.raw for w in ws)) is not None:
         return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
     return rate([w.value for w in ws])
 
@@ -562,7 +343,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
                         "assigning a variable changes what later commands run")
     start, why = _strip(words)
     cmd = words[start:]
-    all_parts = _parts(words)
+    all_parts = word_forms(words)
     parts = all_parts[start:] if start else all_parts
     bare = " ".join(parts)
     text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
@@ -582,12 +363,12 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
                 out.forms.append(guess)
     configures = None
     if base(name) == "git" and not cmd[0].dynamic:
-        forms, scripts = _git_forms(cmd)
+        forms, scripts = git_forms(cmd)
         out.forms.extend(forms)
         out.scripts.extend(scripts)
-        if any(w.value in _GIT_CONFIGURING or w.value.startswith("--exec-path") for w in cmd[1:_git_sub(cmd)]):
+        if any(w.value in GIT_CONFIGURING or w.value.startswith("--exec-path") for w in cmd[1:git_sub(cmd)]):
             configures = "`git -c` sets configuration that can run any program"
-    nested = _runs_string(cmd)
+    nested = runs_string(cmd)
     if why is not None:
         _tails(cmd, out)
     elif nested is not None:
@@ -599,19 +380,19 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
             _tails(cmd, out)
         else:
             out.opaque = _evaluates(cmd) or configures
-    if base(name) in SHELLS and nested is None and not cmd[0].dynamic and _reads_script(cmd):
+    if base(name) in SHELLS and nested is None and not cmd[0].dynamic and reads_script(cmd):
         out.opaque = out.opaque or f"`{name}` runs the script it reads from its input"
-        out.scripts.extend([*stdin, *_substituted(cmd)])
-    elif name in ("source", ".") and len(cmd) > 1 and _reads_script(cmd[:2]):
-        out.scripts.extend([*stdin, *_substituted(cmd)])  # ``source /dev/stdin <<< '…'``
+        out.scripts.extend([*stdin, *substituted(cmd)])
+    elif name in ("source", ".") and len(cmd) > 1 and reads_script(cmd[:2]):
+        out.scripts.extend([*stdin, *substituted(cmd)])  # ``source /dev/stdin <<< '…'``
     elif stdin and out.opaque and any(base(w.value) in SHELLS for w in cmd[1:]):
         out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
     if braces and "{" in as_written and _has_braces(words):
-        _braces(words, assignments, redirects, stdin, start, out)
+        _brace_expanded(words, assignments, redirects, stdin, start, out)
     for a in unsafe:
         name_, _, value = a.partition("=")
         if name_ in RUNNING_VARS:  # GIT_PAGER='rm x' git log
-            out.scripts.append(_unquote(value).lstrip("|!"))
+            out.scripts.append(unquote(value).lstrip("|!"))
     if unsafe and out.opaque is None:
         names = ", ".join(a.split("=", 1)[0] for a in unsafe)
         out.opaque = f"the assignment of {names} changes what the command runs"
@@ -626,21 +407,7 @@ def _has_braces(words: Sequence[Word]) -> bool:
     return any(has_braces(w.raw) and not w.dynamic for w in words)
 
 
-def _git_sub(ws: Sequence[Word]) -> int:
-    """Index of git's sub-command (past the global options), or ``len(ws)``."""
-    i = 1
-    while i < len(ws):
-        a = ws[i].value
-        if a in _GIT_VALUED:
-            i += 2
-        elif a.startswith("-"):
-            i += 1
-        else:
-            return i
-    return len(ws)
-
-
-def _braces(words: Sequence[Word], assignments: Sequence[str], redirects: Sequence[str], stdin: Sequence[str],
+def _brace_expanded(words: Sequence[Word], assignments: Sequence[str], redirects: Sequence[str], stdin: Sequence[str],
             start: int, out: Analysis) -> None:
     """Judge the words bash makes by brace expansion too: their forms, scripts and risk join
     ``out``; a brace in the command word, or an expansion too large to follow, makes it opaque."""
@@ -670,6 +437,6 @@ def _braces(words: Sequence[Word], assignments: Sequence[str], redirects: Sequen
 def split_assignments(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
     """Leading ``NAME=value`` tokens and the rest (for text without a tree)."""
     i = 0
-    while i < len(tokens) and _ASSIGNMENT.match(tokens[i]):
+    while i < len(tokens) and ASSIGNMENT.match(tokens[i]):
         i += 1
     return list(tokens[:i]), list(tokens[i:])

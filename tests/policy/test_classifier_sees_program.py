@@ -33,7 +33,7 @@ RM = [
     "git -c core.pager='rm x' log", "GIT_PAGER='rm x' git log", "GIT_SSH_COMMAND='rm x' git fetch",
     "source /dev/stdin <<< 'rm x'", ". <(echo 'rm x')", "bash /dev/stdin <<< 'rm x'", "bash <(echo 'rm x')",
     "cat <<EOF | sh\nrm x\nEOF", "cat <<< 'rm x' | bash", "echo 'rm x' | bash -", "$SHELL -c 'rm x'",
-    "env sh <<< 'rm x'", "time if true; then rm x; fi", "! { if true; then rm x; fi; }", "time { { rm x; }; }",
+    "env sh <<< 'rm x'", "'r'\\m x", "\"r\"\\m x", "time if true; then rm x; fi", "! { if true; then rm x; fi; }", "time { { rm x; }; }",
 ]
 
 

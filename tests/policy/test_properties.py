@@ -202,8 +202,8 @@ def disguised(draw: st.DrawFn, table: dict[tuple[str, ...], str]) -> tuple[str, 
         words[0] = "/usr/bin/" + words[0]
     envable = True  # env -S splits a string with quotes of its own: no $'…', continuation or shell syntax
     for k, w in enumerate(words):
-        how = draw(st.sampled_from(["plain", "plain", "single", "double", "split", "continue", "ansi"]))
-        envable = envable and how not in ("continue", "ansi")
+        how = draw(st.sampled_from(["plain", "plain", "single", "double", "split", "continue", "ansi", "escape"]))
+        envable = envable and how not in ("continue", "ansi", "escape")
         if how == "single":
             words[k] = f"'{w}'"
         elif how == "double":
@@ -216,6 +216,9 @@ def disguised(draw: st.DrawFn, table: dict[tuple[str, ...], str]) -> tuple[str, 
             words[k] = f"{w[:cut]}\\\n{w[cut:]}"
         elif how == "ansi":
             words[k] = f"$'{w}'"
+        elif how == "escape" and len(w) > 1:  # 'r'\m: the grammar splits it in two words
+            cut = draw(st.integers(1, len(w) - 1))
+            words[k] = f"'{w[:cut]}'\\{w[cut:]}"
     if len(words) > 1 and draw(st.integers(0, 5)) == 0 and not any(c in w for w in words for c in ",{}' \"$"):
         line = "{" + ",".join(words) + "}"
         envable, braced = False, True
