@@ -51,6 +51,8 @@ _DYNAMIC = frozenset({"simple_expansion", "expansion", "command_substitution",
 _LEAVES = frozenset({"word", "number", "raw_string", "ansi_c_string", "variable_name", "file_descriptor",
                      "special_variable_name", "test_operator", "heredoc_start", "heredoc_end", "regex",
                      "extglob_pattern", "comment"})
+_WORD_PARTS = frozenset({"command_name", "word", "raw_string", "string", "concatenation", "ansi_c_string",
+                         "simple_expansion", "expansion", "number", "translated_string"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
                        "in", "case", "esac", "!", "{", "}", "function", "select", "coproc"})
 _CRUDE_SPLIT = re.compile(r"\|\||&&|[;&|\n()`]|\$\(|<\(|>\(")
@@ -303,9 +305,7 @@ class _Walk:
         ends: list[int] = []  # where each word ends: tree-sitter splits ``'a'\b`` into two
         for child in node.named_children:
             t = child.type
-            if t in ("command_name", "word", "raw_string", "string", "concatenation", "ansi_c_string",
-                     "simple_expansion", "expansion", "number", "translated_string") and words and ends \
-                    and ends[-1] == child.start_byte:
+            if ends and ends[-1] == child.start_byte and t in _WORD_PARTS:
                 inner = child.named_children[0] if t == "command_name" and child.named_child_count else child
                 w, tail = words[-1], self.word(inner)
                 words[-1] = Word(w.value + tail.value, w.raw + tail.raw, w.dynamic or tail.dynamic)
@@ -500,10 +500,29 @@ def _unescape_dq(inner: str) -> str:
     return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), inner) if "\\" in inner else inner
 
 
+_ANSI_ESCAPE = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+                          r"|U([0-9A-Fa-f]{1,8})|c(.))", re.DOTALL)
+_ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
 def _ansi_c(inner: str) -> str:
+    """The value of ``$'inner'`` as bash decodes it; an escape bash does not know (``\\⏎``,
+    ``\\q``) keeps its backslash, as in bash."""
     if "\\" not in inner:
         return inner
-    try:
-        return inner.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except (UnicodeDecodeError, ValueError):
-        return inner
+
+    def one(m: re.Match[str]) -> str:
+        simple, octal, hex2, u4, u8, ctrl = m.groups()
+        if simple is not None:
+            return _ANSI_SIMPLE[simple]
+        if octal is not None:
+            return chr(int(octal, 8) & 0xFF)
+        if hex2 is not None:
+            return chr(int(hex2, 16))
+        if ctrl is not None:
+            return chr(ord(ctrl) & 0x1F)
+        code = int(u4 or u8, 16)
+        return chr(code) if code <= 0x10FFFF else m.group(0)
+
+    return _ANSI_ESCAPE.sub(one, inner)

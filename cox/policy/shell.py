@@ -285,10 +285,23 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
         pos += len(parts[k]) + 1
 
 
-def _rate(ws: Sequence[Word]) -> Risk:
+_RATE: list[Callable[..., Risk]] = []
+
+
+def _load_rate() -> Callable[..., Risk]:
     from .readonly import rate  # the allowlist loads with the first bash line, not at start-up
 
-    if any(w.dynamic for w in ws) or GLOB_CHARS.search(" ".join(w.raw for w in ws)) is not None:
+    _RATE.append(rate)
+    return rate
+
+
+def _rate(ws: Sequence[Word], text: str | None = None) -> Risk:
+    """``rate`` of ``ws``; ``text`` (their canonical forms joined, when known) spares the scan
+    for words only known at run time when it has no ``$``, backtick or glob character."""
+    rate = _RATE[0] if _RATE else _load_rate()
+    if text is None:
+        text = " ".join(w.raw for w in ws)
+    if "$" in text or "`" in text or GLOB_CHARS.search(text) is not None:
         return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
     return rate([w.value for w in ws])
 
@@ -348,7 +361,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     bare = " ".join(parts)
     text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
     as_written = " ".join([*assignments, *all_parts, *redirects]) if assignments or start else text
-    out = Analysis(text, as_written, [text], _rate(cmd), why, paths=_paths(cmd, redirects))
+    out = Analysis(text, as_written, [text], _rate(cmd, bare), why, paths=_paths(cmd, redirects))
     if as_written != text:
         out.forms.append(as_written)
     if bare != text:

@@ -40,19 +40,16 @@ def test_a_continuation_in_an_ordinary_multi_line_command_stays_read_only() -> N
     assert c.risk is Risk.READ_ONLY and not c.opaque
 
 
-@pytest.mark.parametrize("line", [
-    "echo 'a\\\nb'",  # single quotes keep it
-    "echo $'a\\\nb'",  # so does $'…'
-    "cat <<'EOF'\na\\\nb\nEOF",  # and a quoted here-document
-    "echo a # c \\\nls",  # a comment ends at the newline
-    "echo 'a\\\\\nb'",
+@pytest.mark.parametrize(("line", "segments"), [
+    ("echo 'a\\\nb'", ("echo 'a\\\nb'",)),  # single quotes keep it
+    ("echo $'a\\\nb'", ("echo 'a\\\nb'",)),  # so does $'…' (bash keeps an escape it does not know)'
+    ("cat <<'EOF'\na\\\nb\nEOF", ("cat <<'EOF'\na\\\nb\nEOF",)),  # and a quoted here-document
+    ("echo a # c \\\nls", ("echo a", "ls")),  # a comment ends at the newline
 ])
-def test_continuations_bash_keeps_are_kept(line: str) -> None:
-    out = subprocess.run(["bash", "-c", line], capture_output=True, text=True, check=False).stdout
+def test_continuations_bash_keeps_are_kept(line: str, segments: tuple[str, ...]) -> None:
     s = split(line)
     assert not s.opaque, s
-    if line.startswith("echo 'a\\\nb'"):
-        assert "a\\\nb" in out and s.segments == ("echo 'a\\\nb'",)
+    assert s.segments == segments
 
 
 def test_an_escaped_backslash_before_a_newline_is_not_a_continuation() -> None:
