@@ -338,7 +338,7 @@ class _Walk:
                 ends.append(child.end_byte)
             if t not in _LEAVES:  # look inside for $(…), <(…) and what they run
                 stack.append(child)
-        if [w.raw for w in words] == ["}"] and not extra:
+        if len(words) == 1 and words[0].raw == "}" and not extra:
             return  # the end of a group the grammar took for a command (``time { ls; }``)
         raw = self.text(node) if self.braces else ""
         if "{" in raw and has_braces(raw) and not any(has_braces(w.raw) for w in words):

@@ -367,15 +367,17 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
     if bare != text:
         out.forms.append(bare)
     name = cmd[0].value
-    if "/" in name and not cmd[0].dynamic:  # /bin/rm is rm to a deny rule
-        out.forms.append(shlex.quote(base(name)) + bare[len(parts[0]):])
-    if cmd[0].dynamic:  # ``rm${IFS}-rf${IFS}x``, ``r${x}m``: each expansion read as nothing and as a space
+    dynamic = cmd[0].dynamic
+    program = base(name) if not dynamic else ""
+    if program != name and not dynamic:  # /bin/rm is rm to a deny rule
+        out.forms.append(shlex.quote(program) + bare[len(parts[0]):])
+    if dynamic:  # ``rm${IFS}-rf${IFS}x``, ``r${x}m``: each expansion read as nothing and as a space
         for blank in ("", " "):
             guess = " ".join(_EXPANSION.sub(blank, bare).split())
             if guess and guess != bare:
                 out.forms.append(guess)
     configures = None
-    if base(name) == "git" and not cmd[0].dynamic:
+    if program == "git":
         forms, scripts = git_forms(cmd)
         out.forms.extend(forms)
         out.scripts.extend(scripts)
@@ -393,7 +395,7 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
             _tails(cmd, out)
         else:
             out.opaque = _evaluates(cmd) or configures
-    if base(name) in SHELLS and nested is None and not cmd[0].dynamic and reads_script(cmd):
+    if program in SHELLS and nested is None and reads_script(cmd):
         out.opaque = out.opaque or f"`{name}` runs the script it reads from its input"
         out.scripts.extend([*stdin, *substituted(cmd)])
     elif name in ("source", ".") and len(cmd) > 1 and reads_script(cmd[:2]):
@@ -402,13 +404,14 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
         out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
     if braces and "{" in as_written and _has_braces(words):
         _brace_expanded(words, assignments, redirects, stdin, start, out)
-    for a in unsafe:
-        name_, _, value = a.partition("=")
-        if name_ in RUNNING_VARS:  # GIT_PAGER='rm x' git log
-            out.scripts.append(unquote(value).lstrip("|!"))
-    if unsafe and out.opaque is None:
-        names = ", ".join(a.split("=", 1)[0] for a in unsafe)
-        out.opaque = f"the assignment of {names} changes what the command runs"
+    if unsafe:
+        for a in unsafe:
+            var, _, value = a.partition("=")
+            if var in RUNNING_VARS:  # GIT_PAGER='rm x' git log
+                out.scripts.append(unquote(value).lstrip("|!"))
+        if out.opaque is None:
+            names = ", ".join(a.split("=", 1)[0] for a in unsafe)
+            out.opaque = f"the assignment of {names} changes what the command runs"
     if out.opaque is not None:
         out.risk = max_risk(out.risk, Risk.EXEC)
     return out
