@@ -60,7 +60,7 @@ def _git_read_only(args: Sequence[str], vague: Collection[int]) -> bool:
     spec = GIT.get(sub)
     if spec is None:
         return False
-    ops = operands(spec, rest, {k - shift for k in vague if k >= shift})
+    ops = operands(spec, rest, {k - shift for k in vague if k >= shift} if vague else ())
     if ops is None:
         return False
     if sub == "remote":
@@ -98,9 +98,11 @@ def rate(words: Sequence[str], vague: Collection[int] = ()) -> Risk:
     if not words:
         return Risk.READ_ONLY
     name, args = words[0], words[1:]
-    if 0 in vague:
-        return Risk.EXEC
-    later = {k - 1 for k in vague if k > 0}
+    later: Collection[int] = ()
+    if vague:
+        if 0 in vague:
+            return Risk.EXEC
+        later = {k - 1 for k in vague if k > 0}
     if name == "git":
         i = _git(args)
         if i is None:
@@ -109,7 +111,7 @@ def rate(words: Sequence[str], vague: Collection[int] = ()) -> Risk:
             return Risk.DESTRUCTIVE
         if any(k < i for k in later):
             return Risk.EXEC
-        return Risk.READ_ONLY if _git_read_only(args[i:], {k - i for k in later}) else Risk.EXEC
+        return Risk.READ_ONLY if _git_read_only(args[i:], {k - i for k in later} if later else ()) else Risk.EXEC
     if name in _DESTRUCTIVE or name.startswith("mkfs"):
         return Risk.DESTRUCTIVE
     if name == "find":
@@ -123,6 +125,8 @@ def rate(words: Sequence[str], vague: Collection[int] = ()) -> Risk:
     spec = PROGRAMS.get(name)
     if spec is None:
         return Risk.EXEC
+    if not args:
+        return Risk.READ_ONLY if spec.operands is None or spec.operands([]) else Risk.EXEC
     ops = operands(spec, args, later)
     if ops is None or (spec.operands is not None and not spec.operands(ops)):
         return Risk.EXEC
