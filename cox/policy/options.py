@@ -14,8 +14,10 @@ right, since a value is skipped unchecked: an option with an optional value take
 attached (``--color[=WHEN]``).
 
 A word whose value is only known when the command runs (``$x``, an unquoted glob that a file named
-``--output=x`` turns into an option) passes only for a program marked ``total``: one whose every
-option is read-only, so whatever the word turns out to be, the command stays read-only.
+``--output=x`` turns into an option) passes only for a program marked ``total``: one with no
+option that writes a file or runs a program, so whatever the word turns out to be, nothing is
+written or run (``wc`` and ``du`` qualify: their ``--files0-from`` only reads, and is left out of
+the list so that a literal one is exec and the read guard sees every name it is given).
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ PROGRAMS: dict[str, Spec] = {
                  total=True),
     "tail": Spec("c:fFn:qs:vz", "bytes= follow[=] lines= max-unchanged-stats= pid= quiet retry silent "
                  "sleep-interval= verbose zero-terminated help version", numeric=True, total=True),
-    "wc": Spec("cmlLw", "bytes chars lines max-line-length words help version"),  # not --files0-from
+    "wc": Spec("cmlLw", "bytes chars lines max-line-length words help version", total=True),  # not --files0-from
     "nl": Spec("b:d:f:h:i:l:n:ps:v:w:", "body-numbering= section-delimiter= footer-numbering= "
                "header-numbering= line-increment= join-blank-lines= number-format= no-renumber "
                "number-separator= starting-line-number= number-width= help version", total=True),
@@ -203,7 +205,7 @@ PROGRAMS: dict[str, Spec] = {
     # not --files0-from (names read from a file the deny rules cannot see), -X/--exclude-from
     "du": Spec("0aAB:bcDd:HhkLlmPSst:x", "null all apparent-size block-size= bytes total dereference-args "
                "max-depth= human-readable inodes dereference count-links no-dereference separate-dirs si "
-               "summarize threshold= time[=] time-style= one-file-system exclude= help version"),
+               "summarize threshold= time[=] time-style= one-file-system exclude= help version", total=True),
     "ls": Spec("aAbBcCdDfFgGhHiI:klLmnNopqQrRsStT:uUvw:xXZ1", "all almost-all author escape block-size= "
                "ignore-backups color[=] directory dired classify[=] file-type format= full-time "
                "group-directories-first no-group human-readable si dereference-command-line "
