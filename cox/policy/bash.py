@@ -1,12 +1,18 @@
 """Split a bash line into the simple commands the permission engine judges one by one.
 
-The line is parsed with tree-sitter-bash and every simple command in the tree is collected: those
-joined by ``;``, ``&&``, ``||``, ``|``, ``&`` and newlines, and those nested in subshells, ``$(…)``,
+The line is first read the way bash reads it where the grammar differs: backslash-newline is
+deleted outside single quotes, ``$'…'``, comments and quoted here-documents, and the ``time`` or
+``!`` before a compound command (``time { …; }``) is set aside. It is then parsed with
+tree-sitter-bash and every simple command in the tree is collected: those joined by ``;``,
+``&&``, ``||``, ``|``, ``&`` and newlines, and those nested in subshells, groups, ``$(…)``,
 ``<(…)``, loop and if bodies, case arms and function bodies. Each is analysed at word level by
-:mod:`cox.policy.shell` (wrappers stripped, ``eval``/``sh -c`` strings re-parsed here with the same
-walk). A line is *opaque* when the split cannot vouch for what it runs: ``$(…)`` or backticks,
-``<(…)``, eval, ``sh -c``, an output redirect to a path (``2>&1`` and ``/dev/null`` are fine),
-a parse error, an opaque wrapper or an assignment. No prefix rule or grant allows an opaque line.
+:mod:`cox.policy.shell` (wrappers stripped; ``eval``/``sh -c``/``env -S``/``su -c`` strings, what
+is piped or fed to a shell, and brace expansions re-parsed here with the same walk). A line is
+*opaque* when the split cannot vouch for what it runs: ``$(…)`` or backticks, ``<(…)``, eval,
+``sh -c``, an output redirect to a path (``2>&1`` and ``/dev/null`` are fine), a parse error, an
+opaque wrapper, an assignment, a brace expansion that builds the command name, or something bash
+evaluates as code (``${x@P}``, ``${!x}``, arithmetic or a subscript that names a variable,
+``test -v``). No prefix rule or grant allows an opaque line.
 
 Nothing here raises on any input: whatever goes wrong makes the line opaque instead.
 The parser is built on first use (importing this module does not import tree-sitter), one per
@@ -23,9 +29,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from cox.protocol.types import Risk
 
+from .bashread import GROUP_PREFIX, joined, parseable, ungrouped
+from .braces import has_braces
+from .evaluation import arithmetic, evaluated, strip_delimiters, test_reasons
 from .shell import READ_REDIRECT, Word, analyse, max_risk, plain_words, split_assignments, tails
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from tree_sitter import Node, Parser
 
 __all__ = ["Classification", "Command", "Split", "canonical", "classify", "clear_cache", "split"]
@@ -40,9 +51,11 @@ _DYNAMIC = frozenset({"simple_expansion", "expansion", "command_substitution",
 _LEAVES = frozenset({"word", "number", "raw_string", "ansi_c_string", "variable_name", "file_descriptor",
                      "special_variable_name", "test_operator", "heredoc_start", "heredoc_end", "regex",
                      "extglob_pattern", "comment"})
+_WORD_PARTS = frozenset({"command_name", "word", "raw_string", "string", "concatenation", "ansi_c_string",
+                         "simple_expansion", "expansion", "number", "translated_string"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
                        "in", "case", "esac", "!", "{", "}", "function", "select", "coproc"})
-_CRUDE_SPLIT = re.compile(r"\|\||&&|[;&|\n()`{}]|\$\(|<\(|>\(")
+_CRUDE_SPLIT = re.compile(r"\|\||&&|[;&|\n()`]|\$\(|<\(|>\(")
 _QUOTES = re.compile(r"[\"'\\]")
 
 
@@ -170,7 +183,11 @@ class _Walk:
         self.commands: list[Command] = []
         self.reasons: list[str] = []
         self.risk = Risk.READ_ONLY
-        self.pending: dict[int, tuple[list[str], list[Word]]] = {}
+        self.pending: dict[int, tuple[list[str], list[Word], list[str]]] = {}
+        self.piped: dict[int, Node] = {}
+        self.piped_text: dict[int, list[str]] = {}
+        self.extra: list[str] = []  # forms for deny and ask rules that belong to no command
+        self.braces = b"{" in src
 
     def text(self, node: Node) -> str:
         return self.slice(node.start_byte, node.end_byte)
@@ -209,17 +226,44 @@ class _Walk:
                 written = self.redirect(node)[2]
                 if written is not None:
                     self.reason(f"it writes output to {written}")
-            elif t in ("test_command", "arithmetic_expansion") or (
+            elif t == "test_command":
+                self.test(node)
+            elif t in ("arithmetic_expansion", "c_style_for_statement") or (
                     t == "compound_statement" and node.child_count and node.children[0].type == "(("):
-                body = self.text(node)
-                if "$(" in body or "`" in body:  # [[ 1 -eq 'a[$(cmd)]' ]] runs cmd
-                    self.reason("it evaluates a string that holds a command substitution")
+                self.arithmetic(node)
+            elif t == "expansion":
+                why = evaluated(self.text(node))
+                if why is not None:
+                    self.reason(why)
+            elif t == "pipeline":
+                kids = node.named_children
+                for a, b in zip(kids, kids[1:], strict=False):
+                    self.piped[b.id] = a
+            if t == "heredoc_redirect":  # ``cat <<EOF | sh``: the grammar hangs the pipe on the here-document
+                pipe = next((c for c in node.named_children if c.type == "pipeline"), None)
+                if pipe is not None and pipe.named_children:
+                    self.piped_text[pipe.named_children[0].id] = self.fed(node)
             stack.extend(reversed(node.named_children))
+
+    def arithmetic(self, node: Node) -> None:
+        """``$((…))``, ``((…))`` and ``for ((…))`` (see :mod:`cox.policy.evaluation`)."""
+        text = self.text(node)
+        body = strip_delimiters(text) if node.type != "c_style_for_statement" else \
+            text.split("((", 1)[-1].rsplit("))", 1)[0]
+        why = arithmetic(body)
+        if why is not None:
+            self.reason(why)
+
+    def test(self, node: Node) -> None:
+        """``[[ … ]]`` (see :mod:`cox.policy.evaluation`)."""
+        for why in test_reasons(self.text(node)):
+            self.reason(why)
 
     # commands and what hangs on them
 
-    def add(self, words: list[Word], assignments: list[str], redirects: list[str]) -> None:
-        a = analyse(words, assignments, redirects)
+    def add(self, words: list[Word], assignments: list[str], redirects: list[str],
+            stdin: Sequence[str] = ()) -> None:
+        a = analyse(words, assignments, redirects, stdin)
         forms = list(dict.fromkeys(a.forms))
         risk = a.risk
         for script in a.scripts:
@@ -241,14 +285,27 @@ class _Walk:
     def command(self, node: Node, stack: list[Node]) -> None:
         words: list[Word] = []
         assignments: list[str] = []
-        redirects, extra = self.pending.pop(node.id, ([], []))
+        redirects, extra, stdin = self.pending.pop(node.id, ([], [], []))
         redirects = list(redirects)
+        stdin = list(stdin)
+        stdin.extend(self.piped_text.pop(node.id, ()))
+        piped = self.piped.pop(node.id, None)
+        while piped is not None and piped.type in ("negated_command", "redirected_statement") and piped.named_children:
+            for c in piped.named_children:
+                stdin.extend(self.fed(c))  # cat <<< 'rm x' | sh
+            piped = piped.named_children[0]
+        if piped is not None and piped.type == "command":  # echo 'rm x' | sh
+            args = []
+            for c in piped.named_children[1:]:
+                if c.type in _REDIRECTS:
+                    stdin.extend(self.fed(c))
+                else:
+                    args.append(self.word(c).value)
+            stdin.extend([" ".join(args), *args])
         ends: list[int] = []  # where each word ends: tree-sitter splits ``'a'\b`` into two
         for child in node.named_children:
             t = child.type
-            if t in ("command_name", "word", "raw_string", "string", "concatenation", "ansi_c_string",
-                     "simple_expansion", "expansion", "number", "translated_string") and words and ends \
-                    and ends[-1] == child.start_byte:
+            if ends and ends[-1] == child.start_byte and t in _WORD_PARTS:
                 inner = child.named_children[0] if t == "command_name" and child.named_child_count else child
                 w, tail = words[-1], self.word(inner)
                 words[-1] = Word(w.value + tail.value, w.raw + tail.raw, w.dynamic or tail.dynamic)
@@ -275,35 +332,58 @@ class _Walk:
                     redirects.append(kept)
                 words.extend(more)
                 ends.extend(-1 for _ in more)
+                stdin.extend(self.fed(child))
             elif t not in ("comment", "ERROR"):
                 words.append(self.word(child))
                 ends.append(child.end_byte)
             if t not in _LEAVES:  # look inside for $(…), <(…) and what they run
                 stack.append(child)
-        self.add(words + extra, assignments, redirects)
+        if len(words) == 1 and words[0].raw == "}" and not extra:
+            return  # the end of a group the grammar took for a command (``time { ls; }``)
+        raw = self.text(node) if self.braces else ""
+        if "{" in raw and has_braces(raw) and not any(has_braces(w.raw) for w in words):
+            # the grammar split a brace expansion across words (``time { {rm,x}; }``)
+            self.reason("it has a brace expansion the parser split")
+            self.extra.extend(f for f in _crude_forms(raw) if f not in self.extra)
+        self.add(words + extra, assignments, redirects, stdin)
+
+    def fed(self, node: Node) -> list[str]:
+        """What a here-string or here-document feeds a command (a shell runs it)."""
+        if node.type == "herestring_redirect":
+            return [self.word(c).value for c in node.named_children]
+        if node.type == "heredoc_redirect":
+            return [self.text(c) for c in node.named_children if c.type == "heredoc_body"]
+        return []
 
     def redirected(self, node: Node) -> None:
         body = node.child_by_field_name("body")
         kept: list[str] = []
         extra: list[Word] = []
+        fed: list[str] = []
         for child in node.named_children:
             if child.type in _REDIRECTS:
                 text, more, _ = self.redirect(child)
                 if text:
                     kept.append(text)
                 extra.extend(more)
+                fed.extend(self.fed(child))
         if body is not None and body.type == "command":
-            self.pending[body.id] = (kept, extra)
-        elif body is not None:  # ``{ cat; } < F``, ``while …; done < F``: every command inside reads F
+            self.pending[body.id] = (kept, extra, fed)
+        elif body is not None and (fed or any(READ_REDIRECT.fullmatch(k.strip()) for k in kept)):
+            # ``{ cat; } < F``, ``while …; done < F``: every command inside reads F; and
+            # ``false || sh <<EOF``: the grammar hangs the here-document on the whole list, so
+            # any command in it may be the one that reads it
             inputs = [k for k in kept if READ_REDIRECT.fullmatch(k.strip())]
-            todo = [body] if inputs else []
+            todo = [body]
             while todo:
                 n = todo.pop()
                 if n.type == "command":
-                    mine, words = self.pending.get(n.id, ([], []))
-                    self.pending[n.id] = ([*mine, *inputs], words)
-                else:
-                    todo.extend(n.named_children)
+                    if inputs:
+                        mine, words, its_fed = self.pending.get(n.id, ([], [], []))
+                        self.pending[n.id] = ([*mine, *inputs], words, its_fed)
+                    if fed:
+                        self.piped_text.setdefault(n.id, []).extend(fed)
+                todo.extend(n.named_children)
 
     def redirect(self, node: Node) -> tuple[str | None, list[Word], str | None]:
         """``(text to keep in the command, stray words, path written to)`` of one redirect.
@@ -375,38 +455,25 @@ class _Walk:
         return Word(raw, raw, t in _DYNAMIC or "$" in raw or "`" in raw)
 
 
-# tree-sitter-bash 0.25.1 can crash the process (SIGSEGV) on "{" followed by a character outside
-# the BMP, a 4-byte UTF-8 sequence (tree-sitter/tree-sitter-bash#337, open upstream). Such
-# characters (and lone surrogates) are swapped for private-use BMP characters the line does not
-# use before parsing, and swapped back in every text taken from the tree. Both are plain word
-# characters to the grammar, so the split is the same.
-_ODD = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
-
-
-def _parseable(line: str) -> tuple[str, dict[int, str] | None]:
-    if line.isascii():
-        return line, None
-    odd = sorted(set(_ODD.findall(line)))
-    if not odd:
-        return line, None
-    free = [chr(c) for c in range(0xE000, 0xF900) if chr(c) not in line][:len(odd)]
-    if len(free) < len(odd):
-        raise ValueError("too many distinct characters outside the BMP")
-    return line.translate({ord(o): f for o, f in zip(odd, free, strict=True)}), \
-        {ord(f): o for o, f in zip(odd, free, strict=True)}
-
-
 def _split(line: str, depth: int) -> Split:
-    safe, back = _parseable(line)
+    safe, back = parseable(line)
     src = safe.encode("utf-8", "surrogatepass")
     tree = _parser().parse(src)
+    why_joined: str | None = None
+    if b"\\\n" in src:
+        src, tree, why_joined = joined(src, tree, _parser().parse)
+    if (b"time" in src or b"!" in src) and GROUP_PREFIX.search(src):
+        src, tree = ungrouped(src, tree, _parser().parse)
     walk = _Walk(src, depth, back)
     root = tree.root_node
     walk.run(root)
-    extra: list[str] = []
+    if why_joined:
+        walk.reason(why_joined)
+    extra: list[str] = walk.extra
     if root.has_error:
         walk.reason("it could not be parsed")
-        extra = [f for f in _crude_forms(line) if all(f not in c.forms for c in walk.commands)]
+        text = walk.slice(0, len(src))
+        extra += [f for f in _crude_forms(text) if all(f not in c.forms for c in walk.commands)]
     if walk.reasons:
         walk.risk = max_risk(walk.risk, Risk.EXEC)
     return Split(line, tuple(walk.commands), tuple(walk.reasons), tuple(extra), walk.risk)
@@ -442,10 +509,29 @@ def _unescape_dq(inner: str) -> str:
     return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), inner) if "\\" in inner else inner
 
 
+_ANSI_ESCAPE = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+                          r"|U([0-9A-Fa-f]{1,8})|c(.))", re.DOTALL)
+_ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
 def _ansi_c(inner: str) -> str:
+    """The value of ``$'inner'`` as bash decodes it; an escape bash does not know (``\\⏎``,
+    ``\\q``) keeps its backslash, as in bash."""
     if "\\" not in inner:
         return inner
-    try:
-        return inner.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except (UnicodeDecodeError, ValueError):
-        return inner
+
+    def one(m: re.Match[str]) -> str:
+        simple, octal, hex2, u4, u8, ctrl = m.groups()
+        if simple is not None:
+            return _ANSI_SIMPLE[simple]
+        if octal is not None:
+            return chr(int(octal, 8) & 0xFF)
+        if hex2 is not None:
+            return chr(int(hex2, 16))
+        if ctrl is not None:
+            return chr(ord(ctrl) & 0x1F)
+        code = int(u4 or u8, 16)
+        return chr(code) if code <= 0x10FFFF else m.group(0)
+
+    return _ANSI_ESCAPE.sub(one, inner)

@@ -1,129 +1,75 @@
 """Rate one simple command (wrappers already stripped) ReadOnly, Exec or Destructive.
 
-ReadOnly is what lets a command run without asking in default mode, so the list is short and
-each entry excludes the options that make it write a file or run another program
-(``find -exec``, ``sort -o``, ``rg --pre``, ``git diff --output`` …). Anything not listed is Exec.
+ReadOnly is what lets a command run without asking in default mode, so it comes only from the
+allowlist of :mod:`cox.policy.options`: a listed program whose every option is a listed read-only
+one (long options resolved as GNU getopt and git resolve abbreviations) and whose operands pass
+its check. Anything else is Exec: an unknown program, an unknown option, an option that writes or
+runs a program, a path-qualified program (``./ls`` is whatever the repository put there), a word
+only known when it runs where an option could hide.
 Destructive marks the commands that lose data no undo brings back (rm, dd, git reset --hard …);
 it only changes what an approval says, never whether one is needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 
 from cox.protocol.types import Risk
 
+from .options import GIT, PROGRAMS, operands
+
 __all__ = ["rate"]
 
-Check = Callable[[Sequence[str]], bool]
-
-
-def _any(args: Sequence[str]) -> bool:
-    return True
-
-
-def _without(*bad: str) -> Check:
-    """Read-only unless an argument is (or starts with ``opt=``) one of ``bad``."""
-
-    def check(args: Sequence[str]) -> bool:
-        for a in args:
-            if a in bad or (a.startswith("--") and a.split("=", 1)[0] in bad):
-                return False
-            # short option clusters: ``-ao file`` holds ``-o``
-            if len(a) > 2 and a[0] == "-" and a[1] != "-" and any(f"-{ch}" in bad for ch in a[1:]):
-                return False
-        return True
-
-    return check
-
-
-def _no_args(args: Sequence[str]) -> bool:
-    return not args
-
-
-def _at_most_one_operand(args: Sequence[str]) -> bool:
-    """``uniq IN OUT`` writes OUT."""
-    return sum(1 for a in args if not a.startswith("-")) <= 1
-
-
-_SIMPLE: dict[str, Check] = {
-    name: _any
-    for name in (
-        "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "true", "false", ":", "whoami",
-        "id", "uname", "basename", "dirname", "realpath", "readlink", "file", "stat", "du", "df",
-        "which", "type", "cut", "tr", "diff", "cmp", "comm", "nl", "tac", "rev", "md5sum", "sha1sum",
-        "sha256sum", "sha512sum", "cksum", "b2sum", "base64", "column", "fold", "expand", "unexpand",
-        "paste", "join", "seq", "sleep", "test", "[", "uptime", "free", "ps", "nproc", "arch",
-        "groups", "locale", "cd", "pushd", "popd", "jq", "grep", "egrep", "fgrep",
-    )
-}
-_SIMPLE.update({
-    "tree": _without("-o"),
-    "date": _without("-s", "--set"),
-    "hostname": _no_args,
-    "sort": _without("-o", "--output", "--compress-program"),
-    "uniq": _at_most_one_operand,
-    "rg": _without("--pre"),
-    "fd": _without("-x", "--exec", "-X", "--exec-batch"),
-    "find": _without("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
-                     "-fprintf", "-fls"),
-})
-
-_BRANCH_LIST = frozenset({"-a", "-r", "-v", "-vv", "-l", "--list", "--all", "--remotes", "--verbose",
-                          "--show-current", "--no-color", "--color"})
-
-
-def _branch(a: Sequence[str]) -> bool:
-    return all(x in _BRANCH_LIST for x in a)
-
-
-def _tag(a: Sequence[str]) -> bool:
-    return all(x in ("-l", "--list") or x.startswith("-n") for x in a)
-
-
-def _remote(a: Sequence[str]) -> bool:
-    return not a or list(a) in (["-v"], ["--verbose"]) or a[0] in ("get-url", "show")
-
-
-def _first_in(*allowed: str, bare: bool = False) -> Check:
-    def check(a: Sequence[str]) -> bool:
-        return (bare and not a) or (bool(a) and a[0] in allowed)
-
-    return check
-
-
-_GIT_READ: dict[str, Check] = {
-    "status": _any, "log": _without("--output"), "show": _without("--output"),
-    "diff": _without("--output"), "blame": _any, "ls-files": _any, "ls-tree": _any,
-    "rev-parse": _any, "describe": _any, "shortlog": _any, "cat-file": _any, "merge-base": _any,
-    "show-ref": _any, "grep": _without("-O", "--open-files-in-pager"), "count-objects": _any,
-    "version": _any, "rev-list": _any, "ls-remote": _any, "whatchanged": _any,
-    "branch": _branch, "tag": _tag, "remote": _remote,
-    "stash": _first_in("list", "show"),
-    "config": _first_in("--get", "--get-all", "--list", "-l", "--get-regexp"),
-    "reflog": _first_in("show", bare=True),
-    "worktree": _first_in("list"),
-}
-
+# git's global options that keep what runs (the others, -c, --exec-path, --config-env … do not)
+_GIT_VALUED = frozenset({"-C", "--git-dir", "--work-tree", "--namespace"})
+_GIT_FLAGS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--bare", "--literal-pathspecs",
+                        "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects"})
+_GIT_MODES = {"stash": ("list", "show"), "remote": ("get-url", "show"), "worktree": ("list",), "reflog": ("show",)}
+_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--get-color",
+                           "--get-colorbool"})
 _DESTRUCTIVE = {"rm", "rmdir", "shred", "dd", "wipefs", "fdisk", "sfdisk", "truncate", "mkswap"}
 
 
-def _git(args: Sequence[str]) -> tuple[str, list[str]] | None:
-    """The git sub-command and its arguments past the global options, or None when a global
-    option can change what runs (``-c``, ``--exec-path``)."""
+def _git(args: Sequence[str]) -> int | None:
+    """Index of the git sub-command in ``args`` past the global options, or None when a global
+    option can change what runs (``-c``, ``--exec-path``) or there is no sub-command."""
     i = 0
     while i < len(args):
         a = args[i]
-        if a in ("-C", "--git-dir", "--work-tree", "--namespace"):
+        if a in _GIT_VALUED:
             i += 2
-        elif a in ("--no-pager", "-P", "--no-optional-locks", "--bare", "--literal-pathspecs") or \
-                a.startswith(("--git-dir=", "--work-tree=", "--namespace=")):
+        elif a in _GIT_FLAGS or a.startswith(("--git-dir=", "--work-tree=", "--namespace=")):
             i += 1
         elif a.startswith("-"):
             return None
         else:
-            return a, list(args[i + 1:])
+            return i
     return None
+
+
+def _git_read_only(args: Sequence[str], vague: Collection[int]) -> bool:
+    sub, rest = args[0], list(args[1:])
+    shift = 1
+    modes = _GIT_MODES.get(sub)
+    if modes is not None and rest and rest[0] in modes:
+        sub, rest, shift = f"{sub} {rest[0]}", rest[1:], 2
+    elif sub == "reflog" and rest and rest[0] in ("expire", "delete", "exists"):
+        return False
+    elif sub in ("stash", "worktree") or (sub == "remote" and rest and not rest[0].startswith("-")):
+        return False
+    spec = GIT.get(sub)
+    if spec is None:
+        return False
+    ops = operands(spec, rest, {k - shift for k in vague if k >= shift} if vague else ())
+    if ops is None:
+        return False
+    if sub == "remote":
+        return not ops
+    if sub in ("branch", "tag"):  # an operand names a branch or tag to create, unless listing
+        return not ops or any(a in ("-l", "--list") or a.startswith("--lis") for a in rest)
+    if sub == "config":
+        return any(a in _CONFIG_READS or (a.startswith("--get") and "=" not in a) for a in rest)
+    return True
 
 
 def _git_destructive(sub: str, args: Sequence[str]) -> bool:
@@ -146,25 +92,83 @@ def _git_destructive(sub: str, args: Sequence[str]) -> bool:
     return False
 
 
-def rate(words: Sequence[str]) -> Risk:
-    """The risk of one command given as its unquoted words, command name first."""
+def rate(words: Sequence[str], vague: Collection[int] = ()) -> Risk:
+    """The risk of one command given as its unquoted words, command name first. ``vague`` holds
+    the indexes of words whose value is only known when it runs (an expansion, a glob)."""
     if not words:
         return Risk.READ_ONLY
     name, args = words[0], words[1:]
-    if name == "git":
-        parsed = _git(args)
-        if parsed is None:
+    later: Collection[int] = ()
+    if vague:
+        if 0 in vague:
             return Risk.EXEC
-        sub, rest = parsed
-        if _git_destructive(sub, rest):
+        later = {k - 1 for k in vague if k > 0}
+    if name == "git":
+        i = _git(args)
+        if i is None:
+            return Risk.EXEC
+        if _git_destructive(args[i], args[i + 1:]):
             return Risk.DESTRUCTIVE
-        check = _GIT_READ.get(sub)
-        return Risk.READ_ONLY if check is not None and check(rest) else Risk.EXEC
+        if any(k < i for k in later):
+            return Risk.EXEC
+        return Risk.READ_ONLY if _git_read_only(args[i:], {k - i for k in later} if later else ()) else Risk.EXEC
     if name in _DESTRUCTIVE or name.startswith("mkfs"):
         return Risk.DESTRUCTIVE
-    if name == "find" and "-delete" in args:
-        return Risk.DESTRUCTIVE
+    if name == "find":
+        return _find(args, later)
     if name == "command":  # ``command -v git`` looks a name up (the wrapper form is stripped earlier)
         return Risk.READ_ONLY if args and args[0] in ("-v", "-V") else Risk.EXEC
-    check = _SIMPLE.get(name)
-    return Risk.READ_ONLY if check is not None and check(args) else Risk.EXEC
+    if name == "printf":
+        return Risk.EXEC if args and args[0].startswith("-v") else Risk.READ_ONLY
+    if name in ("test", "["):
+        return Risk.READ_ONLY
+    spec = PROGRAMS.get(name)
+    if spec is None:
+        return Risk.EXEC
+    if not args:
+        return Risk.READ_ONLY if spec.operands is None or spec.operands([]) else Risk.EXEC
+    ops = operands(spec, args, later)
+    if ops is None or (spec.operands is not None and not spec.operands(ops)):
+        return Risk.EXEC
+    return Risk.READ_ONLY
+
+
+# find's expression: what each read-only primary takes (not -exec, -execdir, -ok, -okdir, -delete,
+# -fprint, -fprint0, -fprintf, -fls, -files0-from)
+_FIND_NONE = frozenset({
+    "-depth", "-d", "-mount", "-xdev", "-noleaf", "-ignore_readdir_race", "-noignore_readdir_race", "-daystart",
+    "-follow", "-warn", "-nowarn", "-help", "--help", "-version", "--version", "-empty", "-executable", "-false",
+    "-true", "-nogroup", "-nouser", "-readable", "-writable", "-print", "-print0", "-ls", "-prune", "-quit",
+    "-not", "!", "-a", "-and", "-o", "-or", ",", "(", ")",
+})
+_FIND_ONE = frozenset({
+    "-maxdepth", "-mindepth", "-regextype", "-amin", "-anewer", "-atime", "-cmin", "-cnewer", "-ctime",
+    "-fstype", "-gid", "-group", "-ilname", "-iname", "-inum", "-ipath", "-iregex", "-iwholename", "-links",
+    "-lname", "-mmin", "-mtime", "-name", "-newer", "-path", "-perm", "-regex", "-samefile", "-size", "-type",
+    "-uid", "-used", "-user", "-wholename", "-xtype", "-context", "-printf",
+})
+
+
+def _find(args: Sequence[str], vague: Collection[int]) -> Risk:
+    i = 0
+    while i < len(args) and args[i] in ("-H", "-L", "-P"):
+        i += 1
+    while i < len(args) and not args[i].startswith("-") and args[i] not in ("(", "!"):
+        if i in vague:
+            return Risk.EXEC  # a starting point only known at run time may be an expression
+        i += 1  # the starting points
+    risk = Risk.READ_ONLY
+    while i < len(args):
+        a = args[i]
+        if i in vague:
+            return Risk.EXEC
+        if a == "-delete":
+            return Risk.DESTRUCTIVE
+        if a in _FIND_NONE:
+            i += 1
+        elif a in _FIND_ONE or (a.startswith("-newer") and len(a) == 8):
+            i += 2
+        else:
+            risk = Risk.EXEC
+            i += 1
+    return risk

