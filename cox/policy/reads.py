@@ -20,7 +20,7 @@ from .bash import Split
 from .globs import normalise
 from .rules import Rule
 
-__all__ = ["ReadGuard"]
+__all__ = ["ReadGuard", "literal_base"]
 
 _GREPS = frozenset({"grep", "egrep", "fgrep"})
 
@@ -85,11 +85,15 @@ class ReadGuard:
         return next((r for r, base in self.bases if (base + "/").startswith(below)), None)
 
     def _literal_base(self, r: Rule) -> str | None:
-        """The absolute directory a home-anchored or absolute path rule starts with (before any
-        glob character); None for a relative one, which may match anywhere under a root."""
-        value = r.value
-        cut = min((i for i, ch in enumerate(value) if ch in "*?[\\"), default=len(value))
-        literal = value[:cut].rsplit("/", 1)[0] if cut < len(value) else value
-        if not literal or not literal.startswith(("/", "~")):
-            return None
-        return normalise(literal, self.home, "/")
+        return literal_base(r.value, self.home)
+
+
+def literal_base(value: str, home: str) -> str | None:
+    """The absolute directory a home-anchored or absolute path rule starts with (before any
+    glob character; the whole path when it has none); None for a relative one, which may match
+    anywhere under a root. (The sandbox masks what it names.)"""
+    cut = min((i for i, ch in enumerate(value) if ch in "*?[\\"), default=len(value))
+    literal = value[:cut].rsplit("/", 1)[0] if cut < len(value) else value
+    if not literal or not literal.startswith(("/", "~")):
+        return None
+    return normalise(literal, home, "/")
