@@ -309,9 +309,9 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
 
 # ---------------------------------------------------------------------------------- messages
 
-def fail_closed_sentence(why: str) -> str:
+def fail_closed_sentence(why: str, what: str = "not run") -> str:
     """Why a shell command (or stdio MCP server) did not run: there is no working sandbox."""
-    return (f"not run: there is no working sandbox ({why}); install bubblewrap (the 'bubblewrap' package) "
+    return (f"{what}: there is no working sandbox ({why}); install bubblewrap (the 'bubblewrap' package) "
             "or set sandbox.mode = \"danger-full-access\" explicitly to run commands unconfined")
 
 
