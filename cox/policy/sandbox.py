@@ -38,13 +38,14 @@ import contextlib
 import fnmatch
 import os
 import posixpath
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cox.protocol.types import SandboxMode
 
-__all__ = ["Mask", "SandboxPolicy", "bwrap_argv", "describe", "env_keep_of", "fail_closed_sentence", "harden",
+__all__ = ["Mask", "SandboxPolicy", "bwrap_argv", "describe", "describe_dict", "env_keep_of", "explain", "fail_closed_sentence", "harden",
            "is_secret_name", "read_deny_patterns", "scrub_env"]
 
 # Names that hold keys: any variable whose name contains one of these words (upper-cased), and
@@ -220,25 +221,31 @@ def _git_dirs(root: str) -> tuple[list[str], list[str]]:
     return dirs, [dot]
 
 
-def _protected(roots: Sequence[str]) -> list[str]:
+def _protected(roots: Sequence[str], make: bool = True) -> list[str]:
     """What must stay read-only inside writable roots (only what lies inside one of them).
     Missing folders a command could plant code in are made first (git's ``hooks``/``info``, an
-    empty ``.cox``), since only an existing path can be bound read-only."""
+    empty ``.cox``), since only an existing path can be bound read-only; with ``make`` false
+    (a description) they are listed as if made."""
     out: list[str] = []
+    made: set[str] = set()
     for root in roots:
-        with contextlib.suppress(OSError):
-            os.mkdir(posixpath.join(root, ".cox"))
+        if make:
+            with contextlib.suppress(OSError):
+                os.mkdir(posixpath.join(root, ".cox"))
+        made.add(posixpath.join(root, ".cox"))
         dirs, files = _git_dirs(root)
         candidates = list(files)
         for g in dirs:
             for name in ("hooks", "info"):
-                with contextlib.suppress(OSError):
-                    os.mkdir(posixpath.join(g, name))
+                made.add(posixpath.join(g, name))
+                if make:
+                    with contextlib.suppress(OSError):
+                        os.mkdir(posixpath.join(g, name))
             candidates += [posixpath.join(g, n) for n in ("config", "config.worktree", "hooks", "info")]
         dot_cox = posixpath.join(root, ".cox")
         candidates.append(dot_cox)
         for path in candidates:
-            if path in out or not os.path.lexists(path):
+            if path in out or not (os.path.lexists(path) or path in made and not make):
                 continue
             if any(_within(path, r) for r in roots):
                 out.append(path)
@@ -271,11 +278,12 @@ def _why_unsafe(path: str, keep: Sequence[str]) -> str | None:
 
 def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | None,
            read_deny: Sequence[str] = (), tmp: Path | None = None, frozen: bool = False,
-           euid: int | None = None) -> SandboxPolicy:
+           euid: int | None = None, prepare: bool = True) -> SandboxPolicy:
     """``policy`` with its mounts filled in from the disk: the protected metadata of the writable
     roots, the masks of ``read_deny`` patterns (see :func:`read_deny_patterns`), ``COX_HOME``,
     the session's ``tmp`` and whether capabilities must be dropped. Stats paths; writes nothing
-    but git's own ``hooks``/``info`` folders where a repository lacks them."""
+    but git's own ``hooks``/``info`` folders and an empty ``.cox`` where they are missing (not
+    even those with ``prepare`` false, for a description)."""
     if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
         return policy
     roots = [os.path.realpath(r) for r in _roots(policy)]
@@ -303,7 +311,7 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
     frozen = frozen or policy.frozen
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not frozen
     return replace(policy, writable_roots=tuple(Path(r) for r in roots), frozen=frozen,
-                   tmp=tmp, protected=tuple(_protected(roots)) if writable else (), masks=tuple(masks), cox_home=box,
+                   tmp=tmp, protected=tuple(_protected(roots, prepare)) if writable else (), masks=tuple(masks), cox_home=box,
                    cox_home_over_roots=over, drop_caps=uid == 0, unmasked=tuple(unmasked))
 
 
@@ -313,6 +321,14 @@ def fail_closed_sentence(why: str, what: str = "not run") -> str:
     """Why a shell command (or stdio MCP server) did not run: there is no working sandbox."""
     return (f"{what}: there is no working sandbox ({why}); install bubblewrap (the 'bubblewrap' package) "
             "or set sandbox.mode = \"danger-full-access\" explicitly to run commands unconfined")
+
+
+def describe_dict(rows: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``describe``'s rows as one JSON object (a repeated row's values joined with "; ")."""
+    out: dict[str, str] = {}
+    for key, value in rows:
+        out[key] = f"{out[key]}; {value}" if key in out else value
+    return out
 
 
 def describe(policy: SandboxPolicy, removed_env: Sequence[str] = (), *, working: tuple[bool, str] = (True, ""),
@@ -326,11 +342,13 @@ def describe(policy: SandboxPolicy, removed_env: Sequence[str] = (), *, working:
         return [("sandbox", fail_closed_sentence(working[1])), env_row]
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not policy.frozen
     roots = _roots(policy)
-    tmp = f"private ({policy.tmp})" if policy.tmp is not None else "private (empty, per call)"
+    tmp = (f"private to the session ({policy.tmp}, removed when it ends)" if policy.tmp is not None
+           else "private (empty, per call)")
     rows = [
         ("sandbox", f"bubblewrap, {policy.mode.value}" + (", call rated read-only" if policy.frozen else "")),
         ("writable", ", ".join(roots) if writable and roots else "nothing" if policy.frozen else "nothing but /tmp"),
-        ("read-only", ", ".join(["everything else", *(policy.protected if writable else ())])),
+        ("read-only", "everything" if policy.frozen else ", ".join(["everything else", *(policy.protected if writable
+                                                                                          else ())])),
         ("masked", ", ".join(m.path + ("/" if m.is_dir else "") for m in policy.masks) or "nothing"),
     ]
     if policy.cox_home:
@@ -346,3 +364,16 @@ def describe(policy: SandboxPolicy, removed_env: Sequence[str] = (), *, working:
         env_row,
     ]
     return rows
+
+
+def explain(mode: SandboxMode, *, roots: Sequence[Path], cwd: Path, home: Path, cox_home: Path | None,
+            read_deny: Sequence[str], env: Mapping[str, str], env_keep: Sequence[str] = (),
+            writable_roots: Sequence[Path] = (), network: bool = False, frozen: bool = False,
+            working: tuple[bool, str] = (True, "")) -> list[tuple[str, str]]:
+    """``describe`` of the sandbox a call would get, built the way the bash tool builds it but
+    without preparing anything on disk: what ``cox doctor`` and ``cox policy check`` show."""
+    policy = harden(SandboxPolicy(SandboxMode(mode), (*roots, *writable_roots), network), cwd=cwd, home=home,
+                    cox_home=cox_home, read_deny=read_deny, frozen=frozen, prepare=False,
+                    tmp=Path(tempfile.gettempdir()) / "cox-tmp-<session>-…")
+    _, removed = scrub_env(env, env_keep)
+    return describe(policy, removed, working=working)
