@@ -254,6 +254,11 @@ class BashTool(BaseTool):
             timed_out = _pump(proc, timeout, killed, out, err, env)
         finally:
             unregister()
+            if not timed_out and not killed.is_set():
+                try:  # the pipes closed: the leader is exiting; a SIGTERM now would turn its code into -15
+                    proc.wait(timeout=GRACE_S)
+                except subprocess.TimeoutExpired:
+                    pass
             proc.poll()  # reap the leader first: a zombie leader keeps its group "alive" to killpg
             kill_group(pgid)  # end anything the line left running in its group
             if proc.poll() is None:
