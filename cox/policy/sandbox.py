@@ -14,9 +14,10 @@ stdio MCP servers) runs under bubblewrap with:
   ``.git/hooks``, ``.git/info``, a worktree's ``.git`` file and the git directories it points at)
   and ``.cox/`` (a later mount covers an earlier one);
 - the deny-read paths masked: cox's built-in secret paths and the literal part of every ``Read``
-  deny rule (a directory becomes an empty tmpfs, a file ``/dev/null``); a rule whose literal part
+  deny rule (a directory becomes an empty tmpfs whose writes vanish with the command, a file a
+  read-only ``/dev/null``); a rule whose literal part
   would hide the system, the workspace or the home directory is not masked (``describe`` says so);
-- ``COX_HOME`` hidden (an empty tmpfs), or read-only when a workspace lies inside it;
+- ``COX_HOME`` hidden (an empty tmpfs, as a mask), or read-only when a workspace lies inside it;
 - as root, ``--unshare-user --cap-drop ALL``: without them the command keeps every capability and
   ``mount -o remount,rw /`` undoes all of the above;
 - ``--unshare-net`` unless the network is allowed, ``--unshare-pid`` (when the command exits, the
@@ -127,10 +128,10 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
             out += ["--ro-bind", path, path]
     for mask in policy.masks:
         if not hidden(mask.path):
-            out += ["--tmpfs", mask.path, "--remount-ro", mask.path] if mask.is_dir else \
-                ["--ro-bind", "/dev/null", mask.path]
+            # (an empty tmpfs: what a command writes there vanishes with it; one mount, not two)
+            out += ["--tmpfs", mask.path] if mask.is_dir else ["--ro-bind", "/dev/null", mask.path]
     if policy.cox_home and not policy.cox_home_over_roots and not hidden(policy.cox_home):
-        out += ["--tmpfs", policy.cox_home, "--remount-ro", policy.cox_home]
+        out += ["--tmpfs", policy.cox_home]
     if policy.frozen:
         out += ["--remount-ro", "/tmp"]
     if not policy.network:
