@@ -11,8 +11,10 @@ stdio MCP servers) runs under bubblewrap with:
   the call was rated read-only: then nothing at all is writable (``/tmp`` included);
   ``read-only`` mode: nothing writable but the private ``/tmp``;
 - inside the writable roots, the repository's code-bearing metadata read-only (``.git/config``,
-  ``.git/hooks``, ``.git/info``, a worktree's ``.git`` file and the git directories it points at)
-  and ``.cox/`` (a later mount covers an earlier one);
+  ``.git/hooks``, ``.git/info``, the same of submodules under ``.git/modules``, a worktree's
+  ``.git`` file and the git directories it points at) and ``.cox/`` (a later mount covers an
+  earlier one); each git directory is itself a mount point, so it cannot be renamed away and
+  replaced by a planted one;
 - the deny-read paths masked: cox's built-in secret paths and the literal part of every ``Read``
   deny rule (a directory becomes an empty tmpfs whose writes vanish with the command, a file a
   read-only ``/dev/null``); a rule whose literal part
@@ -47,7 +49,7 @@ from pathlib import Path
 from cox.protocol.types import SandboxMode
 
 __all__ = ["Mask", "SandboxPolicy", "bwrap_argv", "describe", "describe_dict", "env_keep_of", "explain", "fail_closed_sentence", "harden",
-           "is_secret_name", "read_deny_patterns", "scrub_env"]
+           "is_secret_name", "read_deny_patterns", "remove_planted", "scrub_env"]
 
 # Names that hold keys: any variable whose name contains one of these words (upper-cased), and
 # the named ones below (which the words cover, listed so the intent is plain).
@@ -81,6 +83,11 @@ class SandboxPolicy:
     """The call was rated read-only: the whole file system is read-only, ``/tmp`` too."""
     tmp: Path | None = None
     """The host folder bound at ``/tmp`` (the session's private tmp); None: an empty tmpfs."""
+    pinned: tuple[str, ...] = ()
+    """Git directories inside the writable roots, bound onto themselves so they cannot be moved."""
+    must_not_appear: tuple[str, ...] = ()
+    """Files git would obey that no mount can guard without breaking git (``.git/commondir`` of a
+    repository that has none): the caller removes any a command created (``remove_planted``)."""
     protected: tuple[str, ...] = ()
     """Read-only inside the writable roots: git metadata, ``.cox``."""
     masks: tuple[Mask, ...] = ()
@@ -124,6 +131,8 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
     for root in roots:  # read-only ones too: a root under /tmp must stay visible over the private /tmp
         out += ["--bind" if writable else "--ro-bind", root, root]
     if writable:
+        for path in policy.pinned:
+            out += ["--bind", path, path]
         for path in policy.protected:
             out += ["--ro-bind", path, path]
     for mask in policy.masks:
@@ -222,35 +231,66 @@ def _git_dirs(root: str) -> tuple[list[str], list[str]]:
     return dirs, [dot]
 
 
-def _protected(roots: Sequence[str], make: bool = True) -> list[str]:
-    """What must stay read-only inside writable roots (only what lies inside one of them).
-    Missing folders a command could plant code in are made first (git's ``hooks``/``info``, an
-    empty ``.cox``), since only an existing path can be bound read-only; with ``make`` false
-    (a description) they are listed as if made."""
+def _submodules(gitdir: str) -> list[str]:
+    """The git directories of submodules kept under ``gitdir/modules`` (nested ones too)."""
     out: list[str] = []
+    stack = [posixpath.join(gitdir, "modules")]
+    while stack and len(out) < 256:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            if not e.is_dir(follow_symlinks=False):
+                continue
+            if os.path.isfile(posixpath.join(e.path, "config")) and os.path.isdir(posixpath.join(e.path, "objects")):
+                out.append(e.path)
+                stack.append(posixpath.join(e.path, "modules"))
+            else:
+                stack.append(e.path)  # a submodule named a/b lives at modules/a/b
+    return out
+
+
+def _protected(roots: Sequence[str], make: bool = True) -> tuple[list[str], list[str]]:
+    """(pinned, read-only) inside writable roots (only what lies inside one of them).
+
+    Read-only: the code-bearing git metadata and ``.cox``. Pinned: each git directory, bound onto
+    itself, so a command cannot rename it away and put a ``.git`` of its own in its place (a
+    mount point cannot be moved). Missing folders a command could plant code in are made first
+    (git's ``hooks``/``info``, an empty ``.cox``), since only an existing path can be bound;
+    with ``make`` false (a description) they are listed as if made."""
+    out: list[str] = []
+    pinned: list[str] = []
     made: set[str] = set()
+
+    def inside(path: str) -> bool:
+        return any(_within(path, r) for r in roots)
+
     for root in roots:
         if make:
             with contextlib.suppress(OSError):
                 os.mkdir(posixpath.join(root, ".cox"))
         made.add(posixpath.join(root, ".cox"))
         dirs, files = _git_dirs(root)
+        dirs += [m for g in dirs for m in _submodules(g)]
         candidates = list(files)
         for g in dirs:
+            if inside(g) and g not in pinned:
+                pinned.append(g)
             for name in ("hooks", "info"):
                 made.add(posixpath.join(g, name))
                 if make:
                     with contextlib.suppress(OSError):
                         os.mkdir(posixpath.join(g, name))
             candidates += [posixpath.join(g, n) for n in ("config", "config.worktree", "hooks", "info")]
-        dot_cox = posixpath.join(root, ".cox")
-        candidates.append(dot_cox)
+        candidates.append(posixpath.join(root, ".cox"))
         for path in candidates:
             if path in out or not (os.path.lexists(path) or path in made and not make):
                 continue
-            if any(_within(path, r) for r in roots):
+            if inside(path):
                 out.append(path)
-    return out
+    return pinned, out
 
 
 def _literal(pattern: str, home: str, roots: Sequence[str]) -> list[str]:
@@ -311,9 +351,23 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
     uid = os.geteuid() if euid is None else euid
     frozen = frozen or policy.frozen
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not frozen
+    pinned, protected = _protected(roots, prepare) if writable else ([], [])
+    planted = tuple(c for g in pinned if not os.path.lexists(c := posixpath.join(g, "commondir")))
     return replace(policy, writable_roots=tuple(Path(r) for r in roots), frozen=frozen,
-                   tmp=tmp, protected=tuple(_protected(roots, prepare)) if writable else (), masks=tuple(masks), cox_home=box,
+                   tmp=tmp, pinned=tuple(pinned), must_not_appear=planted, protected=tuple(protected), masks=tuple(masks), cox_home=box,
                    cox_home_over_roots=over, drop_caps=uid == 0, unmasked=tuple(unmasked))
+
+
+def remove_planted(paths: Iterable[str]) -> list[str]:
+    """Remove what a command planted among ``paths`` (a ``.git/commondir`` would send git to a
+    config of the command's choosing, hooks and fsmonitor included); returns what was removed."""
+    removed = []
+    for path in paths:
+        if os.path.lexists(path):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
 
 
 # ---------------------------------------------------------------------------------- messages

@@ -155,6 +155,19 @@ def test_harden_protects_git_metadata_and_makes_what_is_missing(tree):
         assert str(ws / rel) in p.protected
         assert (ws / rel).exists()
     assert p.drop_caps is True
+    assert p.pinned == (str(ws / ".git"),) and p.must_not_appear == (str(ws / ".git" / "commondir"),)
+    argv = bwrap_argv(p, ["true"], cwd=ws)
+    assert index(argv, "--bind", str(ws), str(ws)) < index(argv, "--bind", str(ws / ".git"), str(ws / ".git")) \
+        < index(argv, "--ro-bind", str(ws / ".git" / "config"), str(ws / ".git" / "config"))
+
+
+def test_submodule_git_dirs_are_protected_too(tree):
+    ws = tree["ws"]
+    sub = ws / ".git" / "modules" / "lib" / "core"
+    (sub / "objects").mkdir(parents=True)
+    (sub / "config").write_text("[core]\n")
+    p = harden(SandboxPolicy(WW, (ws,)), cwd=ws, home=tree["home"], cox_home=None)
+    assert str(sub / "config") in p.protected and str(sub / "hooks") in p.protected and str(sub) in p.pinned
 
 
 def test_harden_for_a_description_writes_nothing(tree):

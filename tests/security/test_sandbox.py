@@ -85,7 +85,8 @@ def test_an_allowed_writing_command_cannot_plant_code_in_git_or_cox(attack):
     box = attack.cox_home
     script = ("sh -c 'cp ok.src ok.txt; cat evil/config >> .git/config; cp evil/hook .git/hooks/pre-commit;"
               " mkdir -p .git/info; cp evil/hook .git/info/attributes; mkdir -p .cox; cp evil/config .cox/config.toml;"
-              f" cp evil/config {box}/config.toml'")
+              f" cp evil/config {box}/config.toml; mv .git .gone; mkdir .git; cp evil/config .git/config;"
+              " mkdir -p evil/objects; echo ../evil > .git/commondir'")
     # the same writes as plain commands an allow rule covers (acceptEdits runs them unasked)
     plain = (f"cp ok.src ok.txt; cp evil/config .git/config; cp evil/hook .git/hooks/pre-commit; mkdir -p .git/info;"
              f" cp evil/hook .git/info/attributes; mkdir -p .cox; cp evil/config .cox/config.toml;"
@@ -101,6 +102,7 @@ def test_an_allowed_writing_command_cannot_plant_code_in_git_or_cox(attack):
         assert not (ws / ".git" / "info" / "attributes").exists()
         assert not (ws / ".cox" / "config.toml").exists()
         assert "fsmonitor" not in (box / "config.toml").read_text()
+        assert not (ws / ".gone").exists() and not (ws / ".git" / "commondir").exists()
         if attack.sandbox == "bwrap":
             assert (ws / "ok.txt").read_text() == "ok\n", "the command ran: the workspace itself is writable"
             (ws / "ok.txt").unlink()

@@ -120,6 +120,16 @@ def test_cox_home_inside_or_around_the_workspace(box, where):
 
 
 @needs_sandbox
+def test_the_git_dir_cannot_be_swapped_and_a_planted_commondir_is_removed(box):
+    ws = box["ws"]
+    r = run(env_of(box), "mv .git .gone; rm -rf .git; mkdir -p evil/objects; printf '[core]\\n\\tfsmonitor = x\\n' >"
+                         " evil/config; echo ../evil > .git/commondir; cat .git/commondir")
+    assert not (ws / ".gone").exists() and (ws / ".git" / "config").read_text() == "[core]\n"
+    assert "../evil" in r.visible, "the file was written inside the sandbox"
+    assert not (ws / ".git" / "commondir").exists() and "[removed" in r.visible
+
+
+@needs_sandbox
 def test_secret_paths_and_read_deny_rules_are_masked(box):
     ws = box["ws"]
     (ws / ".env").write_text("TOKEN=envsecret\n")

@@ -202,12 +202,16 @@ class BashTool(BaseTool):
     def argv(self, command: str, env: ToolEnv, *, read_only: bool = False) -> list[str]:
         """The argv that runs ``command``: bubblewrap around ``bash -c`` (``bash -c`` alone for
         danger-full-access). Raises ``SandboxMissing`` when there is no working sandbox."""
+        return self._prepare(command, env, read_only)[0]
+
+    def _prepare(self, command: str, env: ToolEnv, read_only: bool) -> tuple[list[str], tuple[str, ...]]:
+        """(argv, files the command must not leave behind)."""
         from cox.policy.sandbox import bwrap_argv
 
         policy = sandbox_for(env, read_only=read_only)
         if policy is None:
-            return ["bash", "-c", command]
-        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd)
+            return ["bash", "-c", command], ()
+        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd), policy.must_not_appear
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         command = call.input.get("command")
@@ -220,7 +224,7 @@ class BashTool(BaseTool):
 
         read_only = call.risk is Risk.READ_ONLY
         try:
-            argv = self.argv(command, env, read_only=read_only)
+            argv, planted = self._prepare(command, env, read_only)
         except SandboxMissing as exc:
             return ToolResult.error(str(exc))
         child_env, _ = command_environment(tuple(env.extra.get("env_keep", ())))
@@ -228,7 +232,7 @@ class BashTool(BaseTool):
         child_env[TAG_VAR] = tag
         bare = argv[0] == "bash"
         if call.input.get("run_in_background"):
-            return self._background(command, env, child_env, argv, tag if bare else None)
+            return self._background(command, env, child_env, argv, tag if bare else None, planted)
         timeout = float(call.input.get("timeout") or env.bash_timeout_s)
         timeout = min(max(timeout, 1.0), env.bash_max_timeout_s)
         proc = subprocess.Popen(argv, cwd=str(env.cwd), env=child_env, stdin=subprocess.DEVNULL,
@@ -267,14 +271,21 @@ class BashTool(BaseTool):
             if bare:
                 kill_tagged(tag)  # and what detached from it (setsid, double fork)
             _forget(env.processes, proc)
+        from cox.policy.sandbox import remove_planted
+
+        removed = remove_planted(planted)
         try:
-            return _result(proc.returncode, out, err, timeout, timed_out, killed.is_set(), env)
+            result = _result(proc.returncode, out, err, timeout, timed_out, killed.is_set(), env)
+            if removed:
+                result = replace(result, visible=result.visible + f"\n[removed {', '.join(removed)}: it would "
+                                                                  "make git obey a config of the command's choosing]")
+            return result
         finally:
             out.close()
             err.close()
 
     def _background(self, command: str, env: ToolEnv, child_env: dict[str, str], argv: list[str],
-                    tag: str | None) -> ToolResult:
+                    tag: str | None, planted: tuple[str, ...] = ()) -> ToolResult:
         jobs = env.extra.get("jobs")
         if jobs is None:
             return ToolResult.error("this session cannot run background commands")
@@ -288,7 +299,7 @@ class BashTool(BaseTool):
             proc = subprocess.Popen(argv, cwd=str(env.cwd), env=child_env,
                                     stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-        job = jobs.add(command, proc, log, tag=tag)
+        job = jobs.add(command, proc, log, tag=tag, planted=planted)
         return ToolResult(visible=f"started in the background as {job.id} (pid {proc.pid}); its output goes to "
                                   f"{shown} (read it with `tail -n 50 {shown}`); it is stopped when the session ends",
                           meta={"job": job.id, "pid": proc.pid, "log": str(log)})

@@ -20,6 +20,8 @@ class Job:
     log: Path
     tag: str | None = None
     """``COX_CALL_TAG`` of an unconfined job (None in the sandbox, where the namespace ends all)."""
+    planted: tuple[str, ...] = ()
+    """Files the job must not leave behind (``SandboxPolicy.must_not_appear``), removed at stop."""
 
 
 class Jobs:
@@ -28,9 +30,10 @@ class Jobs:
         self._jobs: dict[str, Job] = {}
         self._ids = itertools.count(1)
 
-    def add(self, command: str, proc: subprocess.Popen[bytes], log: Path, *, tag: str | None = None) -> Job:
+    def add(self, command: str, proc: subprocess.Popen[bytes], log: Path, *, tag: str | None = None,
+            planted: tuple[str, ...] = ()) -> Job:
         with self._lock:
-            job = Job(f"job{next(self._ids)}", command, proc, log, tag)
+            job = Job(f"job{next(self._ids)}", command, proc, log, tag, planted)
             self._jobs[job.id] = job
             return job
 
@@ -40,6 +43,8 @@ class Jobs:
 
     def stop_all(self) -> int:
         """End every job's process group and wait for it. Returns how many were running."""
+        from cox.policy.sandbox import remove_planted
+
         from .bash import kill_group, kill_tagged
 
         with self._lock:
@@ -57,4 +62,5 @@ class Jobs:
                 job.proc.wait()
             if job.tag is not None:
                 kill_tagged(job.tag)
+            remove_planted(job.planted)
         return running
