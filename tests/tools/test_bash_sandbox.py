@@ -208,6 +208,19 @@ def test_unconfined_background_job_leftovers_end_with_the_session(box):
 
 
 @needs_sandbox
+def test_sandboxed_background_job_leftovers_end_with_the_session(box):
+    tag = f"{secrets.randbelow(10**6) + 10**6}.125"
+    env = env_of(box)
+    r = run(env, f"(setsid sleep {tag} &); echo started; sleep 300", run_in_background=True)
+    deadline = time.monotonic() + 10
+    while not alive(f"sleep\0{tag}".encode()):
+        assert time.monotonic() < deadline, r.visible
+        time.sleep(0.02)
+    env.extra["jobs"].stop_all()
+    assert wait_gone(f"sleep\0{tag}".encode()) == []
+
+
+@needs_sandbox
 def test_a_background_job_logs_into_the_session_tmp(box):
     env = env_of(box)
     r = run(env, "echo from-job; sleep 300", run_in_background=True)
