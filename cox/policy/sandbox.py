@@ -119,8 +119,12 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     # The private /tmp first, so roots under /tmp are bound over it and stay visible; made
     # read-only (for a call rated read-only) only once everything below it is in place.
-    out += ["--tmpfs", "/tmp"] if policy.tmp is None else ["--bind", str(policy.tmp), "/tmp"]
     roots = _roots(policy)
+    under_tmp = [r for r in roots if _within(r, "/tmp")]
+    if policy.tmp is None:
+        out += ["--tmpfs", "/tmp"]
+    else:  # read-only at once when nothing has to be mounted below it
+        out += ["--ro-bind" if policy.frozen and not under_tmp else "--bind", str(policy.tmp), "/tmp"]
 
     def hidden(path: str) -> bool:  # under the private /tmp and in no root: not visible anyway
         return _within(path, "/tmp") and not any(_within(path, r) for r in roots)
@@ -128,7 +132,7 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
     if policy.cox_home and policy.cox_home_over_roots:
         out += ["--ro-bind", policy.cox_home, policy.cox_home]
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not policy.frozen
-    for root in roots:  # read-only ones too: a root under /tmp must stay visible over the private /tmp
+    for root in roots if writable else under_tmp:  # a read-only root is bound only to show it over /tmp
         out += ["--bind" if writable else "--ro-bind", root, root]
     if writable:
         for path in policy.pinned:
@@ -141,7 +145,7 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
             out += ["--tmpfs", mask.path] if mask.is_dir else ["--ro-bind", "/dev/null", mask.path]
     if policy.cox_home and not policy.cox_home_over_roots and not hidden(policy.cox_home):
         out += ["--tmpfs", policy.cox_home]
-    if policy.frozen:
+    if policy.frozen and (policy.tmp is None or under_tmp):
         out += ["--remount-ro", "/tmp"]
     if not policy.network:
         out.append("--unshare-net")

@@ -73,6 +73,14 @@ def test_a_read_only_rated_call_gets_nothing_writable():
         index(argv, "--ro-bind", "/tmp/ws", "/tmp/ws")
 
 
+def test_a_read_only_rated_call_outside_tmp_needs_no_extra_mounts():
+    argv = bwrap_argv(SandboxPolicy(WW, (Path("/w"),), frozen=True, tmp=Path("/tmp/t")), ["true"], cwd=Path("/w"))
+    assert ("/tmp/t", "/tmp") in pairs(argv, "--ro-bind") and "--remount-ro" not in argv
+    assert ("/w", "/w") not in pairs(argv, "--ro-bind") + pairs(argv, "--bind")  # read-only already, under /
+    ro_mode = bwrap_argv(SandboxPolicy(SandboxMode.READ_ONLY, (Path("/w"),), tmp=Path("/tmp/t")), ["true"], cwd=Path("/w"))
+    assert ("/tmp/t", "/tmp") in pairs(ro_mode, "--bind"), "read-only mode keeps a writable private /tmp"
+
+
 def test_protected_metadata_is_bound_read_only_after_the_workspace():
     policy = SandboxPolicy(WW, (Path("/w"),), protected=("/w/.git/config", "/w/.git/hooks", "/w/.cox"))
     argv = bwrap_argv(policy, ["true"], cwd=Path("/w"))
