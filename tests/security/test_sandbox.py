@@ -243,3 +243,5 @@ def test_without_bubblewrap_a_stdio_mcp_server_is_not_started(attack):
     out = attack.run(turn(), config=config)
     assert out.result["subtype"] == "success", out.proc.stderr
     assert not marker.exists()
+    status = {s["name"]: s["status"] for s in out.events("session_started")[0]["mcp_servers"]}
+    assert "no working sandbox" in status["evil"] and FAIL_CLOSED in status["evil"], status

@@ -100,7 +100,7 @@ def sandbox_status() -> tuple[bool, str]:
             return _sandbox
         bwrap = shutil.which("bwrap")
         if bwrap is None:
-            _sandbox = (False, "bubblewrap (bwrap) is not installed: install the 'bubblewrap' package")
+            _sandbox = (False, "bwrap is not on PATH")
             return _sandbox
         try:
             root = ["--unshare-user", "--cap-drop", "ALL"] if os.geteuid() == 0 else []
