@@ -280,7 +280,9 @@ def _protected(roots: Sequence[str], make: bool = True) -> tuple[list[str], list
         dirs += [m for g in dirs for m in _submodules(g)]
         candidates = list(files)
         for g in dirs:
-            if inside(g) and g not in pinned:
+            if not inside(g):
+                continue  # read-only already (under ``--ro-bind / /``): nothing to guard, nothing to make
+            if g not in pinned:
                 pinned.append(g)
             for name in ("hooks", "info"):
                 made.add(posixpath.join(g, name))

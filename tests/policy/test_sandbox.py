@@ -194,6 +194,9 @@ def test_a_worktree_protects_its_git_file_and_the_git_dirs_inside_the_roots(tree
     wt = base / "wt"
     wt.mkdir()
     (wt / ".git").write_text(f"gitdir: {main / '.git' / 'worktrees' / 'wt'}\n")
+    alone = harden(SandboxPolicy(WW, (wt,)), cwd=wt, home=tree["home"], cox_home=None)
+    assert alone.protected == (str(wt / ".git"), str(wt / ".cox"))  # the git dirs outside are read-only anyway
+    assert not (main / ".git" / "worktrees" / "wt" / "info").exists(), "nothing is made outside the roots"
     p = harden(SandboxPolicy(WW, (wt, main)), cwd=wt, home=tree["home"], cox_home=None)
     assert str(wt / ".git") in p.protected
     assert str(main / ".git" / "config") in p.protected and str(main / ".git" / "hooks") in p.protected
