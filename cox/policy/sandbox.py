@@ -19,6 +19,9 @@ stdio MCP servers) runs under bubblewrap with:
   deny rule (a directory becomes an empty tmpfs whose writes vanish with the command, a file a
   read-only ``/dev/null``); a rule whose literal part
   would hide the system, the workspace or the home directory is not masked (``describe`` says so);
+- the sockets of daemons that run programs for whoever connects (docker, containerd, podman, the
+  system and session bus, systemd) masked with ``/dev/null``: a read-only mount does not stop
+  ``connect()``;
 - ``COX_HOME`` hidden (an empty tmpfs, as a mask), or read-only when a workspace lies inside it;
 - as root, ``--unshare-user --cap-drop ALL``: without them the command keeps every capability and
   ``mount -o remount,rw /`` undoes all of the above;
@@ -56,6 +59,14 @@ __all__ = ["Mask", "SandboxPolicy", "bwrap_argv", "describe", "describe_dict", "
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE")
 SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY",
                           "AWS_SESSION_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "SSH_AUTH_SOCK"})
+
+# Sockets whose daemon runs programs for whoever connects (a container engine, the system bus,
+# systemd): a read-only file system does not stop connect(), so each is masked with /dev/null.
+# ``{uid}`` is the user cox runs as.
+PRIVILEGED_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/containerd/containerd.sock",
+                      "/run/podman/podman.sock", "/run/dbus/system_bus_socket", "/run/systemd/private",
+                      "/run/user/{uid}/bus", "/run/user/{uid}/docker.sock", "/run/user/{uid}/podman/podman.sock",
+                      "/run/user/{uid}/systemd/private")
 
 # Folders a mask must never hide (nor any folder above them): the programs a command runs with.
 _SYSTEM = ("/usr/bin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/share", "/bin", "/sbin", "/lib",
@@ -325,7 +336,8 @@ def _why_unsafe(path: str, keep: Sequence[str]) -> str | None:
 
 def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | None,
            read_deny: Sequence[str] = (), tmp: Path | None = None, frozen: bool = False,
-           euid: int | None = None, prepare: bool = True) -> SandboxPolicy:
+           euid: int | None = None, prepare: bool = True,
+           sockets: Sequence[str] = PRIVILEGED_SOCKETS) -> SandboxPolicy:
     """``policy`` with its mounts filled in from the disk: the protected metadata of the writable
     roots, the masks of ``read_deny`` patterns (see :func:`read_deny_patterns`), ``COX_HOME``,
     the session's ``tmp`` and whether capabilities must be dropped. Stats paths; writes nothing
@@ -350,11 +362,16 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
                 unmasked.append((pattern, why))
                 continue
             masks.append(Mask(path, os.path.isdir(path)))
+    uid = os.geteuid() if euid is None else euid
+    for socket in sockets:
+        path = os.path.realpath(socket.format(uid=uid))
+        if path not in seen and os.path.lexists(path) and not os.path.isdir(path):
+            seen.add(path)
+            masks.append(Mask(path, False))
     box = os.path.realpath(cox_home) if cox_home is not None else None
     over = box is not None and any(_within(r, box) for r in (*roots, cwd_s))
     if box is not None and not os.path.exists(box) and not over:
         box = None  # nothing there to hide (and bwrap would have to create it)
-    uid = os.geteuid() if euid is None else euid
     frozen = frozen or policy.frozen
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not frozen
     pinned, protected = _protected(roots, prepare) if writable else ([], [])

@@ -263,3 +263,17 @@ def test_describe_without_a_sandbox_says_what_to_do():
     rows = dict(describe(SandboxPolicy(WW), working=(False, "bwrap is not installed")))
     assert rows["sandbox"] == fail_closed_sentence("bwrap is not installed")
     assert "bubblewrap" in rows["sandbox"] and "danger-full-access" in rows["sandbox"]
+
+
+def test_privileged_sockets_are_masked_with_dev_null(tree):
+    import socket
+
+    path = tree["base"] / "docker.sock"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(path))
+    try:
+        p = harden(SandboxPolicy(WW, (tree["ws"],)), cwd=tree["ws"], home=tree["home"], cox_home=None,
+                   sockets=(str(path), "/nonexistent/{uid}/bus"), euid=1000)
+        assert Mask(str(path), False) in p.masks and not any("nonexistent" in m.path for m in p.masks)
+    finally:
+        s.close()

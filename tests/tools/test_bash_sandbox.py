@@ -143,6 +143,32 @@ def test_secret_paths_and_read_deny_rules_are_masked(box):
 
 
 @needs_sandbox
+def test_a_daemon_socket_cannot_be_reached(box):
+    """connect() works on a read-only mount; the mask is what stops a command from asking a
+    root daemon (docker, the system bus) to run something for it."""
+    import socket
+    import subprocess
+
+    from cox.policy.sandbox import SandboxPolicy, bwrap_argv, harden
+
+    path = box["ws"] / "daemon.sock"  # visible in the sandbox (and read-only would not stop connect)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    probe = f"python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{path}'); print('CONNECTED')\""
+    try:
+        for sockets in ((), (str(path),)):
+            policy = harden(SandboxPolicy(SandboxMode.WORKSPACE_WRITE, (box["ws"],)), cwd=box["ws"], home=box["home"],
+                            cox_home=None, sockets=sockets)
+            out = subprocess.run(bwrap_argv(policy, ["bash", "-c", probe], cwd=box["ws"]), capture_output=True,
+                                 text=True, timeout=30)
+            assert ("CONNECTED" in out.stdout) == (not sockets), out  # reachable unless masked
+    finally:
+        server.close()
+        path.unlink()
+
+
+@needs_sandbox
 def test_tmp_is_private_to_the_session_and_removed_with_it(box):
     name = f"cox-probe-{secrets.token_hex(4)}"
     r = run(env_of(box), f"echo private > /tmp/{name}; ls /tmp")
