@@ -345,7 +345,7 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
     even those with ``prepare`` false, for a description)."""
     if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
         return policy
-    roots = [os.path.realpath(r) for r in _roots(policy)]
+    roots = [os.path.realpath(r) for r in _roots(policy) if os.path.isdir(r)]  # bwrap cannot bind what is not there
     home_s, cwd_s = os.path.realpath(home), os.path.realpath(cwd)
     keep = [*roots, cwd_s, home_s]
     masks: list[Mask] = []

@@ -277,3 +277,8 @@ def test_privileged_sockets_are_masked_with_dev_null(tree):
         assert Mask(str(path), False) in p.masks and not any("nonexistent" in m.path for m in p.masks)
     finally:
         s.close()
+
+
+def test_a_writable_root_that_does_not_exist_is_left_out(tree):
+    p = harden(SandboxPolicy(WW, (tree["ws"], tree["base"] / "gone")), cwd=tree["ws"], home=tree["home"], cox_home=None)
+    assert p.writable_roots == (Path(os.path.realpath(tree["ws"])),)
