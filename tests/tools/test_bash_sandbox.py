@@ -179,6 +179,9 @@ def test_tmp_is_private_to_the_session_and_removed_with_it(box):
     assert (session / name).read_text() == "private\n"
     box["tmp"].remove()
     assert not session.exists()
+    assert box["tmp"].path() is None, "a call finishing after the session ended makes no new folder"
+    r = run(env_of(box), "echo late > /tmp/late; cat /tmp/late")
+    assert "late" in r.visible and not list(Path(tempfile.gettempdir()).glob("cox-tmp-test-*"))
 
 
 @needs_sandbox

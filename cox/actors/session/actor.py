@@ -289,6 +289,11 @@ class SessionActor(CoxActor):
                 self._finish(StopReason.ERROR, f"session crashed: {exception_value}")
         except Exception:
             log.exception("session failure handling failed")
+        try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
+            self.jobs.stop_all()
+            self.tmp.remove()
+        except Exception:
+            log.exception("session cleanup after a failure failed")
         super().on_failure(exception_type, exception_value, traceback)
 
     def emit(self, event: Any) -> None:

@@ -204,14 +204,14 @@ class BashTool(BaseTool):
         danger-full-access). Raises ``SandboxMissing`` when there is no working sandbox."""
         return self._prepare(command, env, read_only)[0]
 
-    def _prepare(self, command: str, env: ToolEnv, read_only: bool) -> tuple[list[str], tuple[str, ...]]:
-        """(argv, files the command must not leave behind)."""
+    def _prepare(self, command: str, env: ToolEnv, read_only: bool) -> tuple[list[str], Any]:
+        """(argv, the sandbox policy or None)."""
         from cox.policy.sandbox import bwrap_argv
 
         policy = sandbox_for(env, read_only=read_only)
         if policy is None:
-            return ["bash", "-c", command], ()
-        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd), policy.must_not_appear
+            return ["bash", "-c", command], None
+        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd), policy
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         command = call.input.get("command")
@@ -224,9 +224,10 @@ class BashTool(BaseTool):
 
         read_only = call.risk is Risk.READ_ONLY
         try:
-            argv, planted = self._prepare(command, env, read_only)
+            argv, policy = self._prepare(command, env, read_only)
         except SandboxMissing as exc:
             return ToolResult.error(str(exc))
+        planted: tuple[str, ...] = policy.must_not_appear if policy is not None else ()
         child_env, _ = command_environment(tuple(env.extra.get("env_keep", ())))
         tag = secrets.token_hex(8)
         child_env[TAG_VAR] = tag
@@ -274,6 +275,9 @@ class BashTool(BaseTool):
         from cox.policy.sandbox import remove_planted
 
         removed = remove_planted(planted)
+        tmp = env.extra.get("session_tmp")
+        if tmp is not None and policy is not None:
+            tmp.done_with(policy.tmp)
         try:
             result = _result(proc.returncode, out, err, timeout, timed_out, killed.is_set(), env)
             if removed:
@@ -290,8 +294,9 @@ class BashTool(BaseTool):
         if jobs is None:
             return ToolResult.error("this session cannot run background commands")
         tmp = env.extra.get("session_tmp")
-        inside = tmp is not None and argv[0] != "bash"  # the log is then at /tmp/… inside the sandbox
-        folder = (tmp.path() if tmp is not None and inside else Path(tempfile.gettempdir())) / "cox-jobs"
+        host_tmp = tmp.path() if tmp is not None and argv[0] != "bash" else None
+        inside = host_tmp is not None  # the log is then at /tmp/… inside the sandbox
+        folder = (host_tmp or Path(tempfile.gettempdir())) / "cox-jobs"
         folder.mkdir(parents=True, exist_ok=True)
         log = Path(tempfile.mkstemp(prefix="job-", suffix=".log", dir=folder)[1])
         shown = f"/tmp/cox-jobs/{log.name}" if inside else str(log)

@@ -20,6 +20,7 @@ mistaken for a failing command.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -72,23 +73,42 @@ def command_environment(keep: Sequence[str] = ()) -> tuple[dict[str, str], list[
 
 
 class SessionTmp:
-    """The session's private ``/tmp``: made (mode 0700) on first use, removed by ``remove``."""
+    """The session's private ``/tmp``: made (mode 0700) on first use, removed by ``remove``.
+    Once removed it stays gone: a call still finishing as the session ends gets None (and an
+    empty tmpfs), never a new folder nobody would remove."""
 
     def __init__(self, session_id: str = "") -> None:
         self._prefix = f"cox-tmp-{session_id[-12:]}-" if session_id else "cox-tmp-"
         self._path: Path | None = None
+        self._removed = False
         self._lock = threading.Lock()
 
-    def path(self) -> Path:
+    def path(self) -> Path | None:
         with self._lock:
-            if self._path is None or not self._path.is_dir():
-                self._path = Path(tempfile.mkdtemp(prefix=self._prefix, dir=tempfile.gettempdir()))
+            if self._removed:
+                return None
+            while self._path is None or not self._path.is_dir():
+                # The name is kept before the folder is made, so an exception landing in between
+                # (a killed call) cannot leave a folder that ``remove`` does not know about.
+                self._path = Path(tempfile.gettempdir()) / f"{self._prefix}{secrets.token_hex(6)}"
+                try:
+                    os.mkdir(self._path, 0o700)  # fails on anything already there, a planted link too
+                except FileExistsError:
+                    self._path = None
             return self._path
 
     def remove(self) -> None:
         with self._lock:
-            path, self._path = self._path, None
+            path, self._path, self._removed = self._path, None, True
         if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def done_with(self, path: Path | None) -> None:
+        """A command that used ``path`` has ended: if the session was removed meanwhile (its
+        sandbox may still have been making mount points there), remove what is left."""
+        with self._lock:
+            removed = self._removed
+        if removed and path is not None:
             shutil.rmtree(path, ignore_errors=True)
 
 
