@@ -66,6 +66,9 @@ class SandboxConfig(_Section):
     mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
     network: bool = False
     writable_roots: list[str] = field(default_factory=list)
+    # Secret-looking variables (names or fnmatch patterns) commands still get; honoured only
+    # from the user's own config, the environment or a flag, never from a project's.
+    env_keep: list[str] = field(default_factory=list)
 
 
 @record

@@ -41,7 +41,7 @@ from .bash import Command, Split
 from .globs import homes, normalise, segment_regex
 from .rules import Rule
 
-__all__ = ["UNKNOWN", "Hit", "ReadGuard", "literal_base", "searches_recursively", "unescape"]
+__all__ = ["UNKNOWN", "Hit", "ReadGuard", "literal_base", "path_base", "searches_recursively", "unescape"]
 
 UNKNOWN = "\0"  # prefix of a shell._paths entry whose path only the running shell knows
 MAX_GLOB_ENTRIES = 4096  # folder entries one glob may look at before it counts as "may read"
@@ -79,7 +79,11 @@ def literal_base(rule: Rule, home: str, root: str | None = None) -> str | None:
     ``root``; without a root it has none. None also for a rule that is not a path rule."""
     if rule.kind != "path":
         return None
-    value = rule.value
+    return path_base(rule.value, home, root)
+
+
+def path_base(value: str, home: str, root: str | None = None) -> str | None:
+    """:func:`literal_base` of a path pattern given as text (the sandbox masks what it names)."""
     cut = min((i for i, ch in enumerate(value) if ch in "*?[\\"), default=len(value))
     literal = value[:cut].rsplit("/", 1)[0] if cut < len(value) else value.rstrip("/") or value
     if value.startswith("/"):

@@ -57,10 +57,7 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
             rows.append(("warn", "model price", f"{model} has no price in the catalog: its cost shows as $0"))
         else:
             rows.append(("ok", "model price", f"{model} is priced"))
-    from cox.actors.tools.shell_env import sandbox_status
-
-    ok, why = sandbox_status()
-    rows.append(("ok" if ok else "warn", "sandbox", why if ok else f"{why}; shell commands would run unsandboxed"))
+    rows += _sandbox_rows(config, cwd, env)
     from cox.actors.store.checkpoints import Checkpointer
 
     ok, why = Checkpointer.available()
@@ -69,6 +66,44 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
         rows += _mcp_rows(config, cwd, home)
     rg = shutil.which("rg")
     rows.append(("ok" if rg else "warn", "ripgrep", rg or "not found: grep uses the slower built-in search"))
+    return rows
+
+
+def _sandbox_rows(config: Any, cwd: Path, env: dict[str, str]) -> list[tuple[str, str, str]]:
+    """Whether the sandbox works, then what a command of a session here would run with."""
+    from cox.actors.tools.shell_env import sandbox_status
+    from cox.policy.sandbox import env_keep_of, explain, fail_closed_sentence, read_deny_patterns
+    from cox.protocol.types import SandboxMode
+
+    ok, why = sandbox_status()
+    mode = SandboxMode(config.sandbox.mode) if config is not None else SandboxMode.WORKSPACE_WRITE
+    if mode is SandboxMode.DANGER_FULL_ACCESS:
+        first = ("warn", "sandbox", "none: sandbox.mode is danger-full-access, commands run with your own rights")
+    elif ok:
+        first = ("ok", "sandbox", why)
+    else:
+        first = ("warn", "sandbox", "shell commands and stdio MCP servers are " + fail_closed_sentence(why))
+    home = Path(env.get("HOME") or Path.home())
+    deny: list[str] = list(config.permissions.deny) if config is not None else []
+    from cox.policy.rules import RuleError, parse_rule
+
+    rules = []
+    for text in deny:
+        try:
+            rules.append(parse_rule(text, "config", home=str(home), roots=[str(cwd)]))
+        except RuleError:
+            pass  # the config row reports a bad rule
+    keep, ignored = env_keep_of(config, cwd) if config is not None else ([], None)
+    from cox.actors.tools.shell_env import login_environment
+
+    box = config.sandbox if config is not None else None
+    described = explain(mode, roots=[cwd], cwd=cwd, home=home, cox_home=cox_home(env),
+                        read_deny=read_deny_patterns(rules), env=login_environment()[0], env_keep=keep,
+                        writable_roots=[Path(p).expanduser() for p in (box.writable_roots if box else [])],
+                        network=bool(box.network) if box else False, working=(ok, why))
+    rows = [first] + [("ok", f"sandbox {what}", text) for what, text in described if what != "sandbox"]
+    if ignored:
+        rows.append(("warn", "sandbox env", ignored))
     return rows
 
 

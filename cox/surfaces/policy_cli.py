@@ -227,8 +227,25 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                             SandboxMode(args.policy_sandbox or config.sandbox.mode), list(args.policy_grants))
     report = {**outcome.to_dict(), "tool": call.name, "subject": subject, "risk": call.risk.value,
               "segments": list(call.segments or []), "opaque": call.opaque, "files": list(config.files)}
+    if call.name == "bash":
+        home, roots = _where(args)
+        report["sandbox"] = _sandbox_section(call, engine, SandboxMode(args.policy_sandbox or config.sandbox.mode),
+                                             home, roots)
     out.write(json.dumps(report, ensure_ascii=False) + "\n")
     return 0
+
+
+def _sandbox_section(call: ToolCall, engine: Any, mode: SandboxMode, home: Path, roots: Sequence[Path]) -> dict[str, str]:
+    """What the sandbox of this bash call would be (a line rated read-only gets a read-only file
+    system): writable and read-only paths, masks, /tmp, network, user, removed variables."""
+    from cox.actors.store.layout import cox_home
+    from cox.actors.tools.shell_env import login_environment, sandbox_status
+    from cox.policy.sandbox import describe_dict, explain, read_deny_patterns
+
+    rows = explain(mode, roots=list(roots), cwd=roots[0] if roots else Path.cwd(), home=home, cox_home=cox_home(),
+                   read_deny=read_deny_patterns(engine.deny), env=login_environment()[0],
+                   frozen=call.risk is Risk.READ_ONLY, working=sandbox_status())
+    return describe_dict(rows)
 
 
 # --- test -----------------------------------------------------------------------------------

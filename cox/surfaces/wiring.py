@@ -109,6 +109,17 @@ def build_engine(config: Any, cwd: Path, home: Path, *, roots: Sequence[Path] | 
                           origins=p.origins)
 
 
+def _env_keep(config: Any, cwd: Path) -> list[str]:
+    from cox.policy.sandbox import env_keep_of
+
+    keep, ignored = env_keep_of(config, cwd)
+    if ignored:
+        import sys
+
+        print(f"cox: warning: {ignored}", file=sys.stderr)  # as the loader's own warnings are shown
+    return keep
+
+
 def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, model: str | None = None,
                   approval_policy: str | None = None, permission_mode: str | None = None,
                   max_turns: int | None = None, home: Path | None = None) -> SessionSettings:
@@ -132,6 +143,7 @@ def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, mode
         home=home or Path.home(),
         writable_roots=[Path(p).expanduser() for p in config.sandbox.writable_roots],
         network=bool(config.sandbox.network),
+        env_keep=_env_keep(config, cwd),
         model_overrides={k: to_plain(v) for k, v in config.models.items()},
         monthly_budget_usd=config.budget.monthly_usd,
         compact_at=config.context.compact_at,

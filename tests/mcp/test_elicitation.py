@@ -228,7 +228,7 @@ def cli_setup(tmp_path: Path, cox_home: Path, replies: list[dict[str, Any]]) -> 
     ws.mkdir()
     cox_home.mkdir(parents=True, exist_ok=True)
     (cox_home / "config.toml").write_text(
-        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\nsandbox = false\n'
         f'env = {{ COX_TEST_ANSWERS = "{tmp_path / "answers.txt"}" }}\n'
         '[permissions]\nallow = ["mcp__e"]\n')
     script = tmp_path / "s.json"

@@ -115,7 +115,7 @@ def test_a_withdrawn_question_stops_waiting_and_its_half_typed_answer_is_dropped
     answers = tmp_path / "answers.txt"
     cox_home.mkdir(parents=True, exist_ok=True)
     (cox_home / "config.toml").write_text(
-        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{ELICIT}"]\n'
+        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{ELICIT}"]\nsandbox = false\n'
         f'env = {{ COX_TEST_ANSWERS = "{answers}", COX_TEST_WITHDRAW_S = "2" }}\n'
         '[permissions]\nallow = ["mcp__e"]\n')
     script = tmp_path / "s.json"

@@ -56,6 +56,7 @@ def gone(pid: int) -> bool:
         return True
 
 
+@needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_stdout_stderr_and_exit_code(ws):
     r = run(env_for(ws), "echo out; echo err >&2; exit 3")
     assert r.status.value == "error" and r.exit_code == 3
@@ -93,6 +94,7 @@ def test_network_is_unreachable_when_off(ws):
         server.server_close()
 
 
+@needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_interrupt_kills_the_group_within_a_second(ws):
     env = env_for(ws)
     pidfile = ws / "child.pid"
@@ -110,6 +112,7 @@ def test_interrupt_kills_the_group_within_a_second(ws):
     assert "[interrupted" in result["r"].visible
 
 
+@needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_timeout_kills_the_group(ws):
     started = time.monotonic()
     r = run(env_for(ws), "sleep 30", timeout=1)
@@ -138,6 +141,7 @@ def test_run_in_background_is_owned_by_the_session(ws):
     assert gone(pid)
 
 
+@needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_big_output_spills_and_is_archived_whole(ws):
     env = env_for(ws)
     r = run(env, "seq 1 400000")
@@ -148,6 +152,7 @@ def test_big_output_spills_and_is_archived_whole(ws):
     assert streamed.startswith("1\n2\n") and len(streamed) <= 64 * 1024
 
 
+@needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_login_environment_is_used(ws, monkeypatch):
     from cox.actors.tools import shell_env
 

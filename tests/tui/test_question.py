@@ -42,7 +42,7 @@ def answers(tmp_path: Path) -> list[Any]:
 def test_an_mcp_form_in_the_question_modal(tui: Any, tmp_path: Path, cox_home: Path) -> None:
     cox_home.mkdir(parents=True, exist_ok=True)
     (cox_home / "config.toml").write_text(
-        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\nsandbox = false\n'
         f'env = {{ COX_TEST_ANSWERS = "{tmp_path / "answers.txt"}" }}\n'
         '[permissions]\nallow = ["mcp__e"]\n')
     signup = {"tool_calls": [{"id": "s1", "name": "mcp__e__signup", "input": {}}]}
@@ -89,7 +89,7 @@ def test_an_mcp_form_in_the_question_modal(tui: Any, tmp_path: Path, cox_home: P
 def test_the_modal_goes_when_the_server_withdraws_its_question(tui: Any, tmp_path: Path, cox_home: Path) -> None:
     cox_home.mkdir(parents=True, exist_ok=True)
     (cox_home / "config.toml").write_text(
-        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
+        f'[mcp.servers.e]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\nsandbox = false\n'
         f'env = {{ COX_TEST_ANSWERS = "{tmp_path / "answers.txt"}", COX_TEST_WITHDRAW_S = "2" }}\n'
         '[permissions]\nallow = ["mcp__e"]\n')
     t = tui([{"tool_calls": [{"id": "w1", "name": "mcp__e__withdraw", "input": {}}]}, {"text": "It gave up."}],

@@ -42,8 +42,9 @@ from mcp import ClientSession, MCPError
 from mcp.shared.message import SessionMessage
 
 from cox.atomic import open_append
-from cox.policy.sandbox import bwrap_argv
+from cox.policy.sandbox import SandboxPolicy, bwrap_argv, fail_closed_sentence, harden, read_deny_patterns
 from cox.protocol.interfaces import CancelToken
+from cox.protocol.types import SandboxMode
 from cox.supervisors import CoxActor
 
 from .config import McpServerSpec, Origin
@@ -172,6 +173,28 @@ async def _stdio_transport(argv: list[str], env: dict[str, str], cwd: str | None
 # -- the connection ---------------------------------------------------------------------------------
 
 
+class SandboxUnavailable(McpServerCrashed):
+    """No working sandbox for a stdio server that should have one: it is not started (and not
+    restarted) unless sandbox.mode is danger-full-access."""
+
+    cox_no_restart = True
+
+
+def sandboxed(policy: SandboxPolicy, argv: list[str], *, cwd: Path) -> list[str]:
+    """A stdio server's argv inside the sandbox a shell command gets (masks, read-only
+    metadata, no capabilities); raises ``SandboxUnavailable`` when there is none here."""
+    if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
+        return argv
+    from cox.actors.store.layout import cox_home
+    from cox.actors.tools.shell_env import sandbox_status
+
+    ok, why = sandbox_status()
+    if not ok:
+        raise SandboxUnavailable(fail_closed_sentence(why, "not started"))
+    full = harden(policy, cwd=cwd, home=Path.home(), cox_home=cox_home(), read_deny=read_deny_patterns(()))
+    return bwrap_argv(full, argv, cwd=cwd)
+
+
 class Connection:
     """One incarnation's live session, usable from any thread.
 
@@ -292,7 +315,7 @@ class Connection:
         cwd = spec.cwd or (str(self.settings.cwd) if self.settings.cwd else None)
         argv = [spec.command, *spec.args]
         if spec.sandbox and self.settings.sandbox is not None:
-            argv = bwrap_argv(self.settings.sandbox, argv, cwd=Path(cwd or os.getcwd()))
+            argv = sandboxed(self.settings.sandbox, argv, cwd=Path(cwd or os.getcwd()))
         stderr: IO[bytes] | int = -3  # subprocess.DEVNULL
         if self.settings.log_dir is not None:
             with contextlib.suppress(OSError):

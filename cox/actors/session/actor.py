@@ -96,6 +96,8 @@ class SessionSettings:
     microcompact_after_turns: int = 6
     checkpoints: bool = True
     cox_home: Path | None = None
+    env_keep: list[str] = field(default_factory=list)
+    """Secret-looking variables the user's own config passes to commands (``sandbox.env_keep``)."""
     cheap_model: str = ""
     think_model: str = ""
     preset: str = "editor"  # architect | editor (core.mode)
@@ -198,8 +200,11 @@ class SessionActor(CoxActor):
         self.hooks = hooks
         self.resumed = resumed
         from cox.actors.tools.jobs import Jobs
+        from cox.actors.tools.shell_env import SessionTmp
+        from cox.policy.sandbox import read_deny_patterns
 
         self.jobs = Jobs()
+        self.tmp = SessionTmp(settings.session_id)
         self.sandbox_warned = False
         self.cp: Any = None
         self.cp_state = "on" if settings.checkpoints else "off"
@@ -214,6 +219,8 @@ class SessionActor(CoxActor):
                                             for t in (deferred or {}).values()],
             "activated_tools": [],
             "ask": self._ask_from_thread,
+            "session_tmp": self.tmp, "read_deny": read_deny_patterns(getattr(engine, "deny", ())),
+            "cox_home": settings.cox_home, "env_keep": list(settings.env_keep),
         }
         # MCP elicitations being asked (see questions.py): by dialogue, and the open question's id.
         self.dialogues: dict[int, OpenDialogue] = {}
@@ -271,6 +278,7 @@ class SessionActor(CoxActor):
         stopped = self.jobs.stop_all()
         if stopped:
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
+        self.tmp.remove()
         store = self.store()
         if store is not None:
             try:
@@ -287,6 +295,11 @@ class SessionActor(CoxActor):
                 self._finish(StopReason.ERROR, f"session crashed: {exception_value}")
         except Exception:
             log.exception("session failure handling failed")
+        try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
+            self.jobs.stop_all()
+            self.tmp.remove()
+        except Exception:
+            log.exception("session cleanup after a failure failed")
         super().on_failure(exception_type, exception_value, traceback)
 
     def emit(self, event: Any) -> None:
@@ -911,7 +924,9 @@ class SessionActor(CoxActor):
 
         ok, why = sandbox_status()
         if not ok:
-            self.emit(m.Notice(level="warning", message=f"shell commands run WITHOUT a sandbox: {why} "
+            from cox.policy.sandbox import fail_closed_sentence
+
+            self.emit(m.Notice(level="warning", message=f"shell commands are {fail_closed_sentence(why)} "
                                                         "(`cox doctor` checks it again)"))
 
     def _start_call(self, turn: Turn, call: ToolCall, exclusive: bool) -> None:

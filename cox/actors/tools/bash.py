@@ -1,20 +1,26 @@
 """The ``bash`` tool: one command line in its own process group, inside the session's sandbox.
 
-- The line runs with ``bash -c`` in the login shell's environment (see ``shell_env``), wrapped
-  in bubblewrap unless the session chose danger-full-access (``policy.sandbox``).
+- The line runs with ``bash -c`` in the login shell's environment without its secret-looking
+  variables (see ``shell_env``), wrapped in bubblewrap (``cox.policy.sandbox``) unless the
+  session chose danger-full-access. A call rated read-only runs on a read-only file system.
+- Fail closed: with no working sandbox, nothing runs unless sandbox.mode is danger-full-access;
+  the call fails with one sentence saying what to do.
 - Timeout (default 120 s, at most ``bash_max_timeout_s``) and cancel end the whole group:
   SIGTERM from the interrupting thread at once, SIGKILL after a short grace from this one.
 - Output streams to the session as it arrives (ToolCallOutput, at most ~10 chunks a second);
   the first MiB stays in memory, the rest spills to disk and the whole of it is archived.
-- Whatever the line leaves running in its group (``server &``) is ended when the call
-  returns, unless the call asked to run in the background: then the session owns the process
-  and ends it when the session stops.
+- Whatever the line leaves running (``server &``, ``setsid`` and double-forked children too) is
+  ended when the call returns, unless the call asked to run in the background: then the session
+  owns the process and ends it when the session stops. In the sandbox the pid namespace does it
+  (when the line exits, the namespace dies); bare, every process the line started carries a tag
+  in its environment (``COX_CALL_TAG``) and whatever still carries it is killed.
 - A model's ``apply_patch <<'EOF'`` shell call is rerouted to the apply_patch tool, as Codex does.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -38,6 +44,41 @@ STREAM_MAX_CHARS = 64 * 1024
 
 LIVE: dict[int, subprocess.Popen[bytes]] = {}
 """Every command process a tool started and nobody has reaped yet, by pid."""
+
+TAG_VAR = "COX_CALL_TAG"
+"""Set in every command's environment: unconfined leftovers are found by it (``kill_tagged``)."""
+
+
+def kill_tagged(tag: str) -> int:
+    """SIGKILL every process whose environment carries ``TAG_VAR=tag`` (an unconfined call's
+    leftovers, however they detached), scanning until none is left. Returns how many."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    me = os.getpid()
+    killed = 0
+    for _ in range(20):  # a leftover that forks between two scans is caught by the next
+        found = 0
+        try:
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            return killed
+        for pid in pids:
+            if pid == me:
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            if needle in data.split(b"\0"):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    found += 1
+                except (ProcessLookupError, PermissionError):
+                    pass
+        killed += found
+        if not found:
+            break
+    return killed
 
 
 def _group_alive(pgid: int) -> bool:
@@ -158,17 +199,19 @@ class BashTool(BaseTool):
         c = classify(line)
         return replace(call, risk=c.risk, subject=line, segments=list(c.segments), opaque=c.opaque)
 
-    def argv(self, command: str, env: ToolEnv) -> list[str]:
-        from cox.policy.sandbox import SandboxPolicy, bwrap_argv
+    def argv(self, command: str, env: ToolEnv, *, read_only: bool = False) -> list[str]:
+        """The argv that runs ``command``: bubblewrap around ``bash -c`` (``bash -c`` alone for
+        danger-full-access). Raises ``SandboxMissing`` when there is no working sandbox."""
+        return self._prepare(command, env, read_only)[0]
 
-        from .shell_env import sandbox_status
+    def _prepare(self, command: str, env: ToolEnv, read_only: bool) -> tuple[list[str], Any]:
+        """(argv, the sandbox policy or None)."""
+        from cox.policy.sandbox import bwrap_argv
 
-        mode = env.extra.get("sandbox_mode", SandboxMode.WORKSPACE_WRITE)
-        if mode is SandboxMode.DANGER_FULL_ACCESS or not sandbox_status()[0]:
-            return ["bash", "-c", command]
-        writable = tuple(env.roots) + tuple(Path(p) for p in env.extra.get("writable_roots", ()))
-        policy = SandboxPolicy(mode, writable, bool(env.extra.get("network", False)))
-        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd)
+        policy = sandbox_for(env, read_only=read_only)
+        if policy is None:
+            return ["bash", "-c", command], None
+        return bwrap_argv(policy, ["bash", "-c", command], cwd=env.cwd), policy
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         command = call.input.get("command")
@@ -177,14 +220,23 @@ class BashTool(BaseTool):
         rerouted = self._reroute_patch(command, call, env)
         if rerouted is not None:
             return rerouted
-        from .shell_env import login_environment
+        from .shell_env import command_environment
 
-        child_env, _ = login_environment()
+        read_only = call.risk is Risk.READ_ONLY
+        try:
+            argv, policy = self._prepare(command, env, read_only)
+        except SandboxMissing as exc:
+            return ToolResult.error(str(exc))
+        planted: tuple[str, ...] = policy.must_not_appear if policy is not None else ()
+        child_env, _ = command_environment(tuple(env.extra.get("env_keep", ())))
+        tag = secrets.token_hex(8)
+        child_env[TAG_VAR] = tag
+        bare = argv[0] == "bash"
         if call.input.get("run_in_background"):
-            return self._background(command, env, child_env)
+            return self._background(command, env, child_env, argv, tag if bare else None, planted)
         timeout = float(call.input.get("timeout") or env.bash_timeout_s)
         timeout = min(max(timeout, 1.0), env.bash_max_timeout_s)
-        proc = subprocess.Popen(self.argv(command, env), cwd=str(env.cwd), env=child_env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=str(env.cwd), env=child_env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         pgid = proc.pid
         env.processes.append(proc)
@@ -207,32 +259,54 @@ class BashTool(BaseTool):
             timed_out = _pump(proc, timeout, killed, out, err, env)
         finally:
             unregister()
+            if not timed_out and not killed.is_set():
+                try:  # the pipes closed: the leader is exiting; a SIGTERM now would turn its code into -15
+                    proc.wait(timeout=GRACE_S)
+                except subprocess.TimeoutExpired:
+                    pass
             proc.poll()  # reap the leader first: a zombie leader keeps its group "alive" to killpg
             kill_group(pgid)  # end anything the line left running in its group
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+            if bare:
+                kill_tagged(tag)  # and what detached from it (setsid, double fork)
             _forget(env.processes, proc)
+        from cox.policy.sandbox import remove_planted
+
+        removed = remove_planted(planted)
+        tmp = env.extra.get("session_tmp")
+        if tmp is not None and policy is not None:
+            tmp.done_with(policy.tmp)
         try:
-            return _result(proc.returncode, out, err, timeout, timed_out, killed.is_set(), env)
+            result = _result(proc.returncode, out, err, timeout, timed_out, killed.is_set(), env)
+            if removed:
+                result = replace(result, visible=result.visible + f"\n[removed {', '.join(removed)}: it would "
+                                                                  "make git obey a config of the command's choosing]")
+            return result
         finally:
             out.close()
             err.close()
 
-    def _background(self, command: str, env: ToolEnv, child_env: dict[str, str]) -> ToolResult:
+    def _background(self, command: str, env: ToolEnv, child_env: dict[str, str], argv: list[str],
+                    tag: str | None, planted: tuple[str, ...] = ()) -> ToolResult:
         jobs = env.extra.get("jobs")
         if jobs is None:
             return ToolResult.error("this session cannot run background commands")
-        folder = Path(tempfile.gettempdir()) / "cox-jobs"
+        tmp = env.extra.get("session_tmp")
+        host_tmp = tmp.path() if tmp is not None and argv[0] != "bash" else None
+        inside = host_tmp is not None  # the log is then at /tmp/… inside the sandbox
+        folder = (host_tmp or Path(tempfile.gettempdir())) / "cox-jobs"
         folder.mkdir(parents=True, exist_ok=True)
         log = Path(tempfile.mkstemp(prefix="job-", suffix=".log", dir=folder)[1])
+        shown = f"/tmp/cox-jobs/{log.name}" if inside else str(log)
         with open(log, "wb") as sink:
-            proc = subprocess.Popen(self.argv(command, env), cwd=str(env.cwd), env=child_env,
+            proc = subprocess.Popen(argv, cwd=str(env.cwd), env=child_env,
                                     stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-        job = jobs.add(command, proc, log)
+        job = jobs.add(command, proc, log, tag=tag, planted=planted)
         return ToolResult(visible=f"started in the background as {job.id} (pid {proc.pid}); its output goes to "
-                                  f"{log} (read it with `tail -n 50 {log}`); it is stopped when the session ends",
+                                  f"{shown} (read it with `tail -n 50 {shown}`); it is stopped when the session ends",
                           meta={"job": job.id, "pid": proc.pid, "log": str(log)})
 
     def _reroute_patch(self, command: str, call: ToolCall, env: ToolEnv) -> ToolResult | None:
@@ -249,6 +323,37 @@ class BashTool(BaseTool):
         result = ApplyPatchTool().call(replace(call, name="apply_patch", input=patch_input), env)
         note = "(this shell call was run as the apply_patch tool)\n"
         return replace(result, visible=note + result.visible)
+
+
+class SandboxMissing(Exception):
+    """There is no working sandbox and the session did not choose danger-full-access."""
+
+
+def sandbox_for(env: ToolEnv, *, read_only: bool = False) -> Any:
+    """The ``SandboxPolicy`` a command of this session runs under (None: danger-full-access, no
+    wrapper). Raises ``SandboxMissing`` (with the sentence for the model) when none works here."""
+    from cox.policy.sandbox import SandboxPolicy, fail_closed_sentence, harden, read_deny_patterns
+
+    from .shell_env import sandbox_status
+
+    mode = SandboxMode(env.extra.get("sandbox_mode", SandboxMode.WORKSPACE_WRITE))
+    if mode is SandboxMode.DANGER_FULL_ACCESS:
+        return None
+    ok, why = sandbox_status()
+    if not ok:
+        raise SandboxMissing(fail_closed_sentence(why))
+    writable = tuple(env.roots) + tuple(Path(p) for p in env.extra.get("writable_roots", ()))
+    base = SandboxPolicy(mode, writable, bool(env.extra.get("network", False)))
+    tmp = env.extra.get("session_tmp")
+    cox_home = env.extra.get("cox_home")
+    if cox_home is None:
+        from cox.actors.store.layout import cox_home as default_cox_home
+
+        cox_home = default_cox_home()
+    deny = env.extra.get("read_deny")
+    return harden(base, cwd=env.cwd, home=env.home, cox_home=Path(cox_home),
+                  read_deny=list(deny) if deny is not None else read_deny_patterns(()),
+                  tmp=tmp.path() if tmp is not None else None, frozen=read_only)
 
 
 def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event, out: Spool, err: Spool,

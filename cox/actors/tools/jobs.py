@@ -1,5 +1,7 @@
 """Background commands: a bash call that asked to run in the background hands its process to
-the session, which ends every such process group when the session stops — no orphans."""
+the session, which ends every such process group when the session stops — no orphans. In the
+sandbox, ending bwrap's group ends its pid namespace and all in it; an unconfined job's detached
+children (``setsid``, double fork) are found by the tag in their environment."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ class Job:
     command: str
     proc: subprocess.Popen[bytes]
     log: Path
+    tag: str | None = None
+    """``COX_CALL_TAG`` of an unconfined job (None in the sandbox, where the namespace ends all)."""
+    planted: tuple[str, ...] = ()
+    """Files the job must not leave behind (``SandboxPolicy.must_not_appear``), removed at stop."""
 
 
 class Jobs:
@@ -24,9 +30,10 @@ class Jobs:
         self._jobs: dict[str, Job] = {}
         self._ids = itertools.count(1)
 
-    def add(self, command: str, proc: subprocess.Popen[bytes], log: Path) -> Job:
+    def add(self, command: str, proc: subprocess.Popen[bytes], log: Path, *, tag: str | None = None,
+            planted: tuple[str, ...] = ()) -> Job:
         with self._lock:
-            job = Job(f"job{next(self._ids)}", command, proc, log)
+            job = Job(f"job{next(self._ids)}", command, proc, log, tag, planted)
             self._jobs[job.id] = job
             return job
 
@@ -36,7 +43,9 @@ class Jobs:
 
     def stop_all(self) -> int:
         """End every job's process group and wait for it. Returns how many were running."""
-        from .bash import kill_group
+        from cox.policy.sandbox import remove_planted
+
+        from .bash import kill_group, kill_tagged
 
         with self._lock:
             jobs = list(self._jobs.values())
@@ -51,4 +60,7 @@ class Jobs:
             except subprocess.TimeoutExpired:
                 job.proc.kill()
                 job.proc.wait()
+            if job.tag is not None:
+                kill_tagged(job.tag)
+            remove_planted(job.planted)
         return running

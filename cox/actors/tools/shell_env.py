@@ -5,6 +5,13 @@ machine whose ~/.bashrc initialises pyenv or nvm). Like Claude Code's shell snap
 the login shell once per process, keeps the environment it exports, and runs each command with
 ``bash -c`` in that environment: the login PATH and variables, at the cost of a plain shell.
 
+Commands never get the login environment whole: ``command_environment`` removes the variables
+whose names look secret (``cox.policy.sandbox.scrub_env``) unless the user's config keeps them.
+
+Each session has a private ``/tmp`` (``SessionTmp``): a host folder made on first use, bound at
+``/tmp`` inside the sandbox and removed with the session, so one session's files never meet
+another's or the host's.
+
 The sandbox probe runs bubblewrap once and remembers the answer, so a machine where it cannot
 work (no bwrap, no user namespaces in a container) is reported once, clearly, and never
 mistaken for a failing command.
@@ -13,9 +20,13 @@ mistaken for a failing command.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
+import tempfile
 import threading
+from collections.abc import Sequence
+from pathlib import Path
 
 _lock = threading.Lock()
 _login_env: dict[str, str] | None = None
@@ -52,6 +63,55 @@ def login_environment(timeout: float = 10.0) -> tuple[dict[str, str], str | None
         return env, note
 
 
+def command_environment(keep: Sequence[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """The environment a command runs with: the login environment without secret-looking
+    variables (except those ``keep`` names), and the names removed."""
+    from cox.policy.sandbox import scrub_env
+
+    env, _ = login_environment()
+    return scrub_env(env, keep)
+
+
+class SessionTmp:
+    """The session's private ``/tmp``: made (mode 0700) on first use, removed by ``remove``.
+    Once removed it stays gone: a call still finishing as the session ends gets None (and an
+    empty tmpfs), never a new folder nobody would remove."""
+
+    def __init__(self, session_id: str = "") -> None:
+        self._prefix = f"cox-tmp-{session_id[-12:]}-" if session_id else "cox-tmp-"
+        self._path: Path | None = None
+        self._removed = False
+        self._lock = threading.Lock()
+
+    def path(self) -> Path | None:
+        with self._lock:
+            if self._removed:
+                return None
+            while self._path is None or not self._path.is_dir():
+                # The name is kept before the folder is made, so an exception landing in between
+                # (a killed call) cannot leave a folder that ``remove`` does not know about.
+                self._path = Path(tempfile.gettempdir()) / f"{self._prefix}{secrets.token_hex(6)}"
+                try:
+                    os.mkdir(self._path, 0o700)  # fails on anything already there, a planted link too
+                except FileExistsError:
+                    self._path = None
+            return self._path
+
+    def remove(self) -> None:
+        with self._lock:
+            path, self._path, self._removed = self._path, None, True
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def done_with(self, path: Path | None) -> None:
+        """A command that used ``path`` has ended: if the session was removed meanwhile (its
+        sandbox may still have been making mount points there), remove what is left."""
+        with self._lock:
+            removed = self._removed
+        if removed and path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def sandbox_status() -> tuple[bool, str]:
     """(works, why not). Probed once per process with the same flags every command uses."""
     global _sandbox
@@ -60,12 +120,13 @@ def sandbox_status() -> tuple[bool, str]:
             return _sandbox
         bwrap = shutil.which("bwrap")
         if bwrap is None:
-            _sandbox = (False, "bubblewrap (bwrap) is not installed: install the 'bubblewrap' package")
+            _sandbox = (False, "bwrap is not on PATH")
             return _sandbox
         try:
+            root = ["--unshare-user", "--cap-drop", "ALL"] if os.geteuid() == 0 else []
             proc = subprocess.run(
-                [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/",
-                 "/", "--dev", "/dev", "--proc", "/proc", "--", "true"],
+                [bwrap, "--die-with-parent", "--unshare-pid", *root, "--unshare-net", "--ro-bind", "/",
+                 "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"],
                 stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
             if proc.returncode == 0:
                 _sandbox = (True, "bubblewrap works")
