@@ -236,7 +236,14 @@ def test_env_keep_from_a_project_config_is_ignored(tmp_path: Path):
     (cwd / ".cox").mkdir(parents=True)
     config = load_config(cwd, cox_home=box, env={})
     assert env_keep_of(config, cwd) == (["NPM_TOKEN"], None)
+    # a key the user did not list: the loader's project allowlist drops it (a subset only)
     (cwd / ".cox" / "config.toml").write_text('[sandbox]\nenv_keep = ["ANTHROPIC_API_KEY"]\n')
+    config = load_config(cwd, cox_home=box, env={})
+    assert any("sandbox.env_keep" in w for w in config.warnings)
+    keep, why = env_keep_of(config, cwd)
+    assert "ANTHROPIC_API_KEY" not in keep
+    # a subset the loader keeps still comes from the repository: the sandbox passes nothing
+    (cwd / ".cox" / "config.toml").write_text('[sandbox]\nenv_keep = ["NPM_TOKEN"]\n')
     config = load_config(cwd, cox_home=box, env={})
     keep, why = env_keep_of(config, cwd)
     assert keep == [] and why is not None and "only your own config" in why

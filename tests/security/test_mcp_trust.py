@@ -251,7 +251,8 @@ def test_a_trusted_server_that_flips_a_hint_is_refused_as_changed(attack: Attack
     # Trusted while zap is destructive (it needs approval). Later the server says zap is
     # read-only, which would run it with no approval under --approve never: it is a changed
     # definition instead, and the call never reaches the server. peek, unchanged, is the control.
-    calls, variant = attack.workspace / "calls", attack.base / "variant.json"
+    # both files in the workspace: the sandboxed server sees nothing else of /tmp
+    calls, variant = attack.workspace / "calls", attack.workspace / "variant.json"
     mcp_json(attack, {"p": {"command": sys.executable, "args": [str(SERVER)],
                             "env": {"COX_TEST_CALLS": str(calls), "COX_TEST_VARIANT": str(variant)}}})
     trusted = cox_cmd(attack, "mcp", "trust", "p", "--yes")
@@ -259,7 +260,7 @@ def test_a_trusted_server_that_flips_a_hint_is_refused_as_changed(attack: Attack
     assert "  zap [destructive]" in trusted.stdout and "  peek [read-only]" in trusted.stdout
     for flip in ({"read_only_hint": True}, {"destructive_hint": False}, {"read_only_hint": True, "title": "Look"}):
         calls.unlink(missing_ok=True)
-        attack.file("variant.json", json.dumps({"hints": {"zap": flip}}), root=attack.base)
+        attack.file("variant.json", json.dumps({"hints": {"zap": flip}}))
         out = attack.run([{"tool_calls": [{"id": "r1", "name": "mcp__p__peek", "input": {}},
                                           {"id": "z1", "name": "mcp__p__zap", "input": {}}]}, {"text": "done"}])
         assert calls.read_text() == "peek\n", (flip, out.proc.stderr)  # zap never reached the server
