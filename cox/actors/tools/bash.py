@@ -265,7 +265,12 @@ class BashTool(BaseTool):
                 except subprocess.TimeoutExpired:
                     pass
             proc.poll()  # reap the leader first: a zombie leader keeps its group "alive" to killpg
-            kill_group(pgid)  # end anything the line left running in its group
+            if bare or proc.returncode is None or killed.is_set() or timed_out:
+                # end anything the line left running in its group. A sandboxed line whose bwrap
+                # exited on its own needs nothing: bwrap's pid namespace died with it, and the
+                # kernel ends every process inside before bwrap's own exit is seen (the /proc
+                # scan that tells live members from zombies costs ~1-5 ms a call).
+                kill_group(pgid)
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
