@@ -109,6 +109,10 @@ class SandboxPolicy:
     """cox runs as root: a user namespace and no capabilities."""
     unmasked: tuple[tuple[str, str], ...] = ()
     """(deny rule pattern, why it is not masked), for ``describe``."""
+    shown: tuple[str, ...] = ()
+    """Host folders under ``/tmp`` that hold the command's own environment (a ``HOME``, ``PATH``
+    entries such as a virtualenv, an MCP server's program): bound read-only over the private
+    ``/tmp`` so a checkout or home that lives in ``/tmp`` still works."""
 
 
 def _roots(policy: SandboxPolicy) -> list[str]:
@@ -132,13 +136,16 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
     # read-only (for a call rated read-only) only once everything below it is in place.
     roots = _roots(policy)
     under_tmp = [r for r in roots if _within(r, "/tmp")]
+    below_tmp = under_tmp or policy.shown  # mounted below the private /tmp
     if policy.tmp is None:
         out += ["--tmpfs", "/tmp"]
     else:  # read-only at once when nothing has to be mounted below it
-        out += ["--ro-bind" if policy.frozen and not under_tmp else "--bind", str(policy.tmp), "/tmp"]
+        out += ["--ro-bind" if policy.frozen and not below_tmp else "--bind", str(policy.tmp), "/tmp"]
+    for path in policy.shown:
+        out += ["--ro-bind", path, path]
 
     def hidden(path: str) -> bool:  # under the private /tmp and in no root: not visible anyway
-        return _within(path, "/tmp") and not any(_within(path, r) for r in roots)
+        return _within(path, "/tmp") and not any(_within(path, r) for r in (*roots, *policy.shown))
 
     if policy.cox_home and policy.cox_home_over_roots:
         out += ["--ro-bind", policy.cox_home, policy.cox_home]
@@ -156,7 +163,7 @@ def bwrap_argv(policy: SandboxPolicy, argv: Sequence[str], *, cwd: Path, bwrap: 
             out += ["--tmpfs", mask.path] if mask.is_dir else ["--ro-bind", "/dev/null", mask.path]
     if policy.cox_home and not policy.cox_home_over_roots and not hidden(policy.cox_home):
         out += ["--tmpfs", policy.cox_home]
-    if policy.frozen and (policy.tmp is None or under_tmp):
+    if policy.frozen and (policy.tmp is None or below_tmp):
         out += ["--remount-ro", "/tmp"]
     if not policy.network:
         out.append("--unshare-net")
@@ -332,10 +339,13 @@ def _why_unsafe(path: str, keep: Sequence[str]) -> str | None:
 def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | None,
            read_deny: Sequence[str] = (), tmp: Path | None = None, frozen: bool = False,
            euid: int | None = None, prepare: bool = True,
-           sockets: Sequence[str] = PRIVILEGED_SOCKETS) -> SandboxPolicy:
+           sockets: Sequence[str] = PRIVILEGED_SOCKETS, visible: Sequence[str] = (),
+           path_env: str | None = None) -> SandboxPolicy:
     """``policy`` with its mounts filled in from the disk: the protected metadata of the writable
     roots, the masks of ``read_deny`` patterns (see :func:`read_deny_patterns`), ``COX_HOME``,
-    the session's ``tmp`` and whether capabilities must be dropped. Stats paths; writes nothing
+    the session's ``tmp``, the folders under ``/tmp`` the command's environment needs (``home``,
+    the ``PATH`` entries of ``path_env`` — cox's own PATH by default — and ``visible``: an MCP
+    server's program and arguments) and whether capabilities must be dropped. Stats paths; writes nothing
     but git's own ``hooks``/``info`` folders and an empty ``.cox`` where they are missing (not
     even those with ``prepare`` false, for a description)."""
     if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
@@ -371,9 +381,37 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not frozen
     pinned, protected = _protected(roots, prepare) if writable else ([], [])
     planted = tuple(c for g in pinned if not os.path.lexists(c := posixpath.join(g, "commondir")))
-    return replace(policy, writable_roots=tuple(Path(r) for r in roots), frozen=frozen,
+    shown = _shown_under_tmp([str(home)], [*(os.environ.get("PATH", "") if path_env is None else path_env).split(":"),
+                                           *visible], roots, tmp)
+    return replace(policy, writable_roots=tuple(Path(r) for r in roots), frozen=frozen, shown=shown,
                    tmp=tmp, pinned=tuple(pinned), must_not_appear=planted, protected=tuple(protected), masks=tuple(masks), cox_home=box,
                    cox_home_over_roots=over, drop_caps=uid == 0, unmasked=tuple(unmasked))
+
+
+def _shown_under_tmp(exact: Iterable[str], tops: Iterable[str], roots: Sequence[str],
+                     tmp: Path | None) -> tuple[str, ...]:
+    """Folders under ``/tmp`` the command's environment needs: each of ``exact`` (a home) as it
+    is, and for each of ``tops`` (PATH entries, a program and its arguments) its top folder under
+    ``/tmp`` (``/tmp/x`` for ``/tmp/x/.venv/bin``: a virtualenv needs its whole tree, a script its
+    checkout). Left out: what a root already shows, ``/tmp`` itself and cox's session folders
+    (one session must never see another's private /tmp)."""
+    out: list[str] = []
+    own = os.path.realpath(tmp) if tmp is not None else None
+    for p, whole in [*((p, True) for p in exact), *((p, False) for p in tops)]:
+        if not p or not p.startswith("/"):
+            continue
+        real = os.path.realpath(p)
+        if not _within(real, "/tmp") or real == "/tmp":
+            continue
+        top = "/tmp/" + real[len("/tmp/"):].split("/", 1)[0]
+        path = real if whole else top
+        if not os.path.isdir(path):
+            path = os.path.dirname(path)
+        if path in out or path == "/tmp" or top == own or os.path.basename(top).startswith("cox-tmp-") or \
+                any(_within(path, r) for r in (*roots, *out)):
+            continue
+        out.append(path)
+    return tuple(out)
 
 
 def remove_planted(paths: Iterable[str]) -> list[str]:
@@ -428,6 +466,8 @@ def describe(policy: SandboxPolicy, removed_env: Sequence[str] = (), *, working:
         rows.append(("cox home", f"{policy.cox_home} " + ("read-only" if policy.cox_home_over_roots else "hidden")))
     for pattern, why in policy.unmasked:
         rows.append(("not masked", f"Read({pattern}): {why}"))
+    if policy.shown:
+        rows.append(("shown read-only", ", ".join(policy.shown) + " (your environment under /tmp)"))
     rows += [
         ("/tmp", tmp + (", read-only" if policy.frozen else "")),
         ("network", "allowed" if policy.network else "off"),

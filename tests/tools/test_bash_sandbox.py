@@ -277,3 +277,43 @@ def test_without_a_working_sandbox_nothing_runs(box, mode, monkeypatch):
     assert r.status.value == "error" and not marker.exists()
     r = run(env_of(box, SandboxMode.DANGER_FULL_ACCESS), f"touch {marker}")
     assert r.exit_code == 0 and marker.exists(), "an explicit danger-full-access runs bare"
+
+
+@needs_sandbox
+def test_an_environment_under_tmp_stays_usable_and_read_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # A checkout (its virtualenv on PATH) and a home that live under /tmp: the private /tmp must
+    # not hide them (CI clones into /tmp; so does many a newcomer), yet they stay read-only, the
+    # COX_HOME inside that home stays hidden, and the rest of the host's /tmp stays out of sight.
+    base = Path(tempfile.mkdtemp(prefix="cox-envtmp-", dir="/tmp"))
+    other = Path(tempfile.mkdtemp(prefix="cox-other-", dir="/tmp"))
+    tmp = SessionTmp("envtmp")
+    try:
+        venv_bin = base / "checkout" / ".venv" / "bin"
+        venv_bin.mkdir(parents=True)
+        (base / "checkout" / ".venv" / "lib.txt").write_text("venv-lib\n")
+        tool = venv_bin / "mytool"
+        tool.write_text("#!/bin/sh\ncat \"$(dirname \"$0\")/../lib.txt\"\n")
+        tool.chmod(0o755)
+        home = base / "home"
+        (home / ".cox").mkdir(parents=True)
+        (home / ".cox" / "config.toml").write_text("# cox's own\n")
+        (home / "notes.txt").write_text("home-notes\n")
+        (other / "stranger.txt").write_text("not yours\n")
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        monkeypatch.setattr(shell_env, "_login_env", {**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"})
+        env = ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope(), home=home,
+                      extra={"sandbox_mode": SandboxMode.WORKSPACE_WRITE, "session_tmp": tmp,
+                             "cox_home": home / ".cox"})
+        r = run(env, f"mytool && cat {home}/notes.txt && ls {home}/.cox | wc -l && "
+                     f"(cat {other}/stranger.txt || echo stranger-hidden) && "
+                     f"(touch {home}/planted || echo home-read-only)")
+        assert r.visible.splitlines()[:5] == ["venv-lib", "home-notes", "0", "stranger-hidden", "home-read-only"], \
+            r.visible
+        assert not (home / "planted").exists()
+    finally:
+        tmp.remove()
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(other, ignore_errors=True)

@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -191,7 +192,8 @@ def sandboxed(policy: SandboxPolicy, argv: list[str], *, cwd: Path) -> list[str]
     ok, why = sandbox_status()
     if not ok:
         raise SandboxUnavailable(fail_closed_sentence(why, "not started"))
-    full = harden(policy, cwd=cwd, home=Path.home(), cox_home=cox_home(), read_deny=read_deny_patterns(()))
+    full = harden(policy, cwd=cwd, home=Path.home(), cox_home=cox_home(), read_deny=read_deny_patterns(()),
+                  visible=[shutil.which(argv[0]) or argv[0], *argv[1:]] if argv else ())
     return bwrap_argv(full, argv, cwd=cwd)
 
 

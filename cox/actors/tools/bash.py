@@ -356,9 +356,12 @@ def sandbox_for(env: ToolEnv, *, read_only: bool = False) -> Any:
 
         cox_home = default_cox_home()
     deny = env.extra.get("read_deny")
+    from .shell_env import login_environment
+
     return harden(base, cwd=env.cwd, home=env.home, cox_home=Path(cox_home),
                   read_deny=list(deny) if deny is not None else read_deny_patterns(()),
-                  tmp=tmp.path() if tmp is not None else None, frozen=read_only)
+                  tmp=tmp.path() if tmp is not None else None, frozen=read_only,
+                  path_env=login_environment()[0].get("PATH", ""))
 
 
 def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event, out: Spool, err: Spool,
