@@ -180,9 +180,6 @@ class ProviderStreamActor(CoxActor):
                     for d in self.provider.stream(self.request, scope):
                         if scope.cancelled:
                             break
-                        if stop_clock is not None:
-                            stop_clock()
-                            stop_clock = None
                         shown = asm.feed(d)
                         if shown:
                             kind = "s_text" if isinstance(d, TextPart) else "s_thinking"
@@ -192,6 +189,11 @@ class ProviderStreamActor(CoxActor):
                                 # instead of after this thread's next switch interval of parsing.
                                 time.sleep(0)
                             emitted = True
+                        if stop_clock is not None:
+                            # The answer started: the deadline no longer applies. Stopped after
+                            # the delta was relayed, so the timer thread's wake-up cannot delay it.
+                            stop_clock()
+                            stop_clock = None
                 finally:
                     if stop_clock is not None:
                         stop_clock()
