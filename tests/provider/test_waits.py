@@ -284,6 +284,25 @@ def test_the_request_deadline_ends_a_silent_attempt(api: Loopback, wire: str) ->
     assert 1.0 <= took < HANG
 
 
+FILLER = {  # an event each adapter reads and ignores: not a keep-alive, yet no answer either
+    "anthropic": b'event: content_block_stop\ndata: {"type": "content_block_stop", "index": 7}\n\n',
+    "openai": b'event: response.in_progress\ndata: {"type": "response.in_progress", "sequence_number": 1}\n\n',
+    "openai-chat": b'data: {"id": "c", "object": "chat.completion.chunk", "choices": []}\n\n',
+}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_server_that_defeats_the_keep_alive_filter_is_still_bounded(api: Loopback, wire: str) -> None:
+    """Events the adapters ignore reset the idle clock, but they start no answer: the request's
+    deadline still ends the request, so its worst case stays known."""
+    api.add(Reply([FILLER[wire]] * 20_000, pause_s=0.02))
+    messages, took = run_stream(make(wire, api, stream_idle_timeout_s=0.5, request_timeout_s=1.5))
+    err = result(messages).error
+    assert err is not None and "no answer started within provider.request_timeout_s = 1.5 s (1 attempt)" in str(err)
+    assert notices(messages) == [] and len(api.requests) == 1
+    assert 1.5 <= took < HANG
+
+
 def test_a_wait_past_the_deadline_is_not_begun(api: Loopback) -> None:
     api.add(rate_limited({"retry-after": "30"}))
     messages, took = run_stream(make("anthropic", api, request_timeout_s=5.0))
