@@ -6,7 +6,8 @@ Prints, for Anthropic Messages, OpenAI Responses and Chat Completions: launch �
 (median of 10; goal ≤ 150 ms); against 20,000 streamed text deltas, deltas per second reaching
 the stream-json output (goal ≥ 20,000/s) and the time from the server's first body byte to the
 first text_delta line on stdout (goal ≤ 5 ms median); and, for a scripted 10-request session,
-the bytes and cache-breakpoint positions of the 2nd and 10th request. Figures only.
+the bytes and cache-breakpoint positions of the 2nd and 10th request; and how long a run takes to
+give up on a 429 with ``retry-after: 3600`` and on a ping-only stream. Figures only.
 """
 
 from __future__ import annotations
@@ -193,6 +194,27 @@ def cache_layout(ws: Path, home: Path) -> None:
                   f"{', '.join(marks) or 'none'}")
 
 
+def bounded_waits(ws: Path, home: Path) -> None:
+    """How long `cox run` takes to give up on a 429 asking for an hour, and on a stream that only
+    pings (idle timeout 1 s, request bound 3 s: the worst case is known in advance)."""
+    rate_limited = Reply([b'{"error": {"type": "rate_limit_error", "message": "slow down"}}'], status=429,
+                         headers={"content-type": "application/json", "retry-after": "3600"})
+    pings = Reply([b'event: ping\ndata: {"type": "ping"}\n\n'] * 100_000, pause_s=0.02)
+    cases = [("429 retry-after: 3600", rate_limited, {}),
+             ("ping-only stream", pings, {"COX_PROVIDER_STREAM_IDLE_TIMEOUT_S": "1",
+                                          "COX_PROVIDER_REQUEST_TIMEOUT_S": "3"})]
+    for label, reply, extra in cases:
+        with Loopback() as api:
+            for _ in range(5):
+                api.add(reply)
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "x"], cwd=ws,
+                                 env={**env_for("anthropic", api, home), **extra}, capture_output=True, check=False,
+                                 timeout=120)
+            took = time.perf_counter() - t0
+        print(f"{label:<22} exit {out.returncode} after {took:.2f} s, {len(api.requests)} request(s)")
+
+
 def main() -> None:
     ws = Path(tempfile.mkdtemp(prefix="cox-bench-provider-"))
     home = ws / ".cox-home"
@@ -209,6 +231,7 @@ def main() -> None:
         print(f"{kind:<12} launch → first request {first:6.1f} ms (goal ≤ 150) · {DELTAS:,} deltas: "
               f"{rate:,.0f}/s to stream-json (goal ≥ 20,000) · first byte → first text_delta {lat:.1f} ms (goal ≤ 5)")
     cache_layout(ws, home)
+    bounded_waits(ws, home)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from .schema import (
     McpServerConfig,
     ModelConfig,
     PermissionsConfig,
+    ProviderConfig,
     SandboxConfig,
     ToolsConfig,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "McpServerConfig",
     "ModelConfig",
     "PermissionsConfig",
+    "ProviderConfig",
     "SandboxConfig",
     "ToolsConfig",
     "default_cox_home",

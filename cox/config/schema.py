@@ -156,6 +156,19 @@ class ModelConfig(_Section):
 
 
 @record
+class ProviderConfig(_Section):
+    """How long one model request may wait, so its worst case is known: the server's
+    ``retry-after`` (above the cap the request fails at once instead of sleeping), a stream that
+    sends no event (keep-alive pings do not count), and all its attempts together before an
+    answer starts. Only your own layers set these: a project's values are ignored, so a
+    repository cannot make cox wait longer."""
+
+    max_retry_after_s: float = field(default=60.0, ge=0)
+    stream_idle_timeout_s: float = field(default=90.0, gt=0)
+    request_timeout_s: float = field(default=600.0, gt=0)
+
+
+@record
 class LoggingConfig(_Section):
     """The level of ``$COX_HOME/logs/cox.log``."""
 
@@ -177,6 +190,7 @@ class Config(_Section):
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     lsp: LspConfig = field(default_factory=LspConfig)
+    provider: ProviderConfig = field(default_factory=ProviderConfig)
     hooks: dict[str, Any] = field(default_factory=dict)  # free-form until the hooks issue
     models: dict[str, ModelConfig] = field(default_factory=dict)
     logging: LoggingConfig = field(default_factory=LoggingConfig)

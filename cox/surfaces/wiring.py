@@ -81,7 +81,8 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
         from cox.actors.provider.anthropic import AnthropicProvider
 
         return Chosen(AnthropicProvider(name, api_key=anthropic_key, auth_token=anthropic_token,
-                                        base_url=env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE),
+                                        base_url=env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE,
+                                        waits=config.provider),
                       name, kind, cheap, think)
     if kind in ("openai", "openai-chat"):
         if not openai_key and "api.openai.com" in openai_base:
@@ -89,11 +90,12 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
         if kind == "openai":
             from cox.actors.provider.openai_responses import OpenAIResponsesProvider
 
-            return Chosen(OpenAIResponsesProvider(name, api_key=openai_key, base_url=openai_base), name, kind,
-                          cheap, think)
+            return Chosen(OpenAIResponsesProvider(name, api_key=openai_key, base_url=openai_base,
+                                                  waits=config.provider), name, kind, cheap, think)
         from cox.actors.provider.openai_chat import OpenAIChatProvider
 
-        return Chosen(OpenAIChatProvider(name, api_key=openai_key, base_url=openai_base), name, kind, cheap, think)
+        return Chosen(OpenAIChatProvider(name, api_key=openai_key, base_url=openai_base, waits=config.provider),
+                      name, kind, cheap, think)
     raise SetupError(f"unknown provider {kind!r}")
 
 

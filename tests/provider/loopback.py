@@ -24,6 +24,7 @@ class Reply:
     pause_s: float = 0.0
     cut: bool = False
     stall_s: float = 0.0  # wait this long before the first byte of the body
+    hold_s: float = 0.0  # wait this long before the status line (a server that never answers)
 
 
 def sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> list[bytes]:
@@ -60,6 +61,8 @@ class Loopback:
                                            "json": json.loads(raw or b"null"), "at": time.time()})
                     reply = outer.replies.pop(0) if outer.replies else Reply([b'{"error": "no reply queued"}'],
                                                                              status=500)
+                if reply.hold_s and outer.stopping.wait(reply.hold_s):
+                    return
                 self.send_response(reply.status)
                 for k, v in reply.headers.items():
                     self.send_header(k, v)

@@ -12,6 +12,8 @@ from cox.protocol.model import ProviderError
 from cox.supervisors import CancelScope
 from tests.provider.loopback import Loopback, Reply, sse
 
+IDLE = 30.0  # the idle timeout of these requests: no test here waits for it (test_waits.py does)
+
 
 def test_parse_sse_handles_split_chunks_crlf_comments_and_multiline_data():
     raw = b": keep-alive\r\nevent: a\r\ndata: {\"x\":\r\ndata: 1}\r\n\r\nevent: b\ndata: two\n\n"
@@ -51,11 +53,12 @@ def test_stream_and_error_over_real_http():
         api.add(Reply(sse([("ping", {"n": 1}), (None, {"n": 2})])))
         api.add(Reply([b'{"error": {"message": "slow down"}}'], status=429,
                       headers={"content-type": "application/json", "retry-after": "1"}))
-        got = list(post_sse(api.url + "/v1/x", {"x-k": "v"}, {"a": 1}, CancelScope(), provider="P", key_var="K"))
-        assert got == [("ping", '{"n": 1}'), ("message", '{"n": 2}')]
+        got = list(post_sse(api.url + "/v1/x", {"x-k": "v"}, {"a": 1}, CancelScope(), provider="P", key_var="K",
+                            idle_s=IDLE))
+        assert got == [("message", '{"n": 2}')]  # the ping is a keep-alive: never reaches an adapter
         assert api.requests[0]["json"] == {"a": 1} and api.requests[0]["headers"]["x-k"] == "v"
         with pytest.raises(ProviderError) as err:
-            list(post_sse(api.url + "/v1/x", {}, {}, CancelScope(), provider="P", key_var="K"))
+            list(post_sse(api.url + "/v1/x", {}, {}, CancelScope(), provider="P", key_var="K", idle_s=IDLE))
         assert err.value.retryable and err.value.retry_after == 1.0
 
 
@@ -66,7 +69,7 @@ def test_cancel_wakes_a_stalled_stream_within_milliseconds():
         seen = []
 
         def consume():
-            for item in post_sse(api.url + "/v1/x", {}, {}, scope, provider="P", key_var="K"):
+            for item in post_sse(api.url + "/v1/x", {}, {}, scope, provider="P", key_var="K", idle_s=IDLE):
                 seen.append(item)
 
         t = threading.Thread(target=consume)
@@ -82,7 +85,7 @@ def test_cancel_wakes_a_stalled_stream_within_milliseconds():
 
 def test_connection_refused_is_retryable():
     with pytest.raises(ProviderError) as err:
-        list(post_sse("http://127.0.0.1:9/v1/x", {}, {}, CancelScope(), provider="P", key_var="K"))
+        list(post_sse("http://127.0.0.1:9/v1/x", {}, {}, CancelScope(), provider="P", key_var="K", idle_s=IDLE))
     assert err.value.retryable
 
 
@@ -106,7 +109,7 @@ def test_cancel_before_the_headers_arrive_on_a_new_connection():
 
         def consume():
             try:
-                list(post_sse(api.url + "/v1/x", {}, {}, scope, provider="P", key_var="K"))
+                list(post_sse(api.url + "/v1/x", {}, {}, scope, provider="P", key_var="K", idle_s=IDLE))
             except ProviderError as exc:
                 errors.append(exc)
 

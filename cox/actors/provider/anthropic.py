@@ -27,6 +27,8 @@ from typing import Any
 
 from cox import __version__
 from cox.actors.provider.transport import OVERFLOW_MARKERS, post_sse
+from cox.actors.provider.waits import DEFAULT_WAITS
+from cox.config.schema import ProviderConfig
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import (
     ModelRequest,
@@ -73,14 +75,16 @@ class AnthropicProvider:
 
     ``max_output_tokens`` caps the request's ``max_output_tokens`` (the model's own limit, from
     the catalog); ``thinking=True`` turns thinking on even when the request has no budget (the
-    model then decides how much to think: ``{"type": "adaptive"}``)."""
+    model then decides how much to think: ``{"type": "adaptive"}``); ``waits`` bounds how long a
+    request may wait (``waits``; the defaults when None)."""
 
     name = "anthropic"
 
     def __init__(self, model: str, *, api_key: str | None, auth_token: str | None = None,
                  base_url: str = DEFAULT_BASE_URL, max_output_tokens: int | None = None,
-                 thinking: bool = False) -> None:
+                 thinking: bool = False, waits: ProviderConfig | None = None) -> None:
         self.model = model
+        self.waits = waits or DEFAULT_WAITS
         self.api_key = api_key or None
         self.auth_token = auth_token or None
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -137,7 +141,8 @@ class AnthropicProvider:
         headers = self.headers()  # a missing key fails here, before any request
         body = self.build_body(request)
         key_var = KEY_VAR if self.api_key else TOKEN_VAR  # a 401 names the variable that was used
-        events = post_sse(self.url, headers, body, cancel, provider=PROVIDER, key_var=key_var)
+        events = post_sse(self.url, headers, body, cancel, provider=PROVIDER, key_var=key_var,
+                          idle_s=self.waits.stream_idle_timeout_s)
         yield from decode_events(events, cancel)
 
 

@@ -41,6 +41,8 @@ from cox.actors.provider.openai_common import (
     usage_delta,
 )
 from cox.actors.provider.transport import post_sse
+from cox.actors.provider.waits import DEFAULT_WAITS
+from cox.config.schema import ProviderConfig
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import (
     ModelRequest,
@@ -71,8 +73,10 @@ class OpenAIChatProvider:
     name = "openai-chat"
 
     def __init__(self, model: str, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL,
-                 organization: str | None = None, project: str | None = None) -> None:
+                 organization: str | None = None, project: str | None = None,
+                 waits: ProviderConfig | None = None) -> None:
         self.model = model
+        self.waits = waits or DEFAULT_WAITS
         self.api_key = api_key or ""
         self.base_url = base_url.rstrip("/")
         self.headers = request_headers(self.api_key, organization=organization, project=project)
@@ -101,7 +105,7 @@ class OpenAIChatProvider:
         actor's retry logic); returns quietly when ``cancel`` fired."""
         check_key(self.api_key, self.base_url)
         events = post_sse(f"{self.base_url}/chat/completions", self.headers, self.build_body(request), cancel,
-                          provider=PROVIDER, key_var=KEY_VAR)
+                          provider=PROVIDER, key_var=KEY_VAR, idle_s=self.waits.stream_idle_timeout_s)
         reader = ChatReader()
         try:
             for _event, data in events:

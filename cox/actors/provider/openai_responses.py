@@ -47,6 +47,8 @@ from cox.actors.provider.openai_common import (
     usage_delta,
 )
 from cox.actors.provider.transport import post_sse
+from cox.actors.provider.waits import DEFAULT_WAITS
+from cox.config.schema import ProviderConfig
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import (
     ModelRequest,
@@ -82,8 +84,9 @@ class OpenAIResponsesProvider:
 
     def __init__(self, model: str, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL,
                  reasoning_effort: str | None = None, organization: str | None = None,
-                 project: str | None = None) -> None:
+                 project: str | None = None, waits: ProviderConfig | None = None) -> None:
         self.model = model
+        self.waits = waits or DEFAULT_WAITS
         self.api_key = api_key or ""
         self.base_url = base_url.rstrip("/")
         self.reasoning_effort = reasoning_effort
@@ -124,7 +127,7 @@ class OpenAIResponsesProvider:
         actor's retry logic); returns quietly when ``cancel`` fired."""
         check_key(self.api_key, self.base_url)
         events = post_sse(f"{self.base_url}/responses", self.headers, self.build_body(request), cancel,
-                          provider=PROVIDER, key_var=KEY_VAR)
+                          provider=PROVIDER, key_var=KEY_VAR, idle_s=self.waits.stream_idle_timeout_s)
         reader = ResponsesReader()
         try:
             for event, data in events:

@@ -4,6 +4,10 @@ Connections are kept alive per (scheme, host, port) and reused by the next reque
 HTTP client pool would; a connection the server closed while idle is detected when the request
 fails before any response, and the request is sent once more on a fresh one. The socket is
 reachable from the start, so cancelling shuts it down whatever the request is waiting for.
+
+The idle timeout is exact: before each read the socket's timeout is set to what is left of it
+since the last event (``waits.IdleClock``), so pings, which reach the socket but not the clock,
+cannot stretch it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from urllib.parse import urlsplit
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import ProviderError
 
-from .transport import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, REQUEST_SENT, http_error, parse_sse
+from .transport import CONNECT_TIMEOUT_S, REQUEST_SENT, http_error, live_events
+from .waits import IdleClock, seconds
 
 _idle: dict[tuple[str, str, int], list[http.client.HTTPConnection]] = {}
 _lock = threading.Lock()
@@ -68,8 +73,22 @@ def _shutdown(socks: list[Any]) -> None:
             pass
 
 
+def _reads(response: http.client.HTTPResponse, sock: Any, clock: IdleClock, provider: str) -> Iterator[bytes]:
+    """The body's chunks as they arrive, each read bounded by what is left of the idle timeout."""
+    while True:
+        left = clock.left()
+        if left <= 0:
+            raise clock.stalled(provider)
+        sock.settimeout(left)
+        chunk = response.read1(65536)
+        if not chunk:
+            return
+        clock.heard = True
+        yield chunk
+
+
 def post_sse_stdlib(url: str, headers: dict[str, str], body: dict[str, Any], cancel: CancelToken, *,
-                    provider: str, key_var: str) -> Iterator[tuple[str, str]]:
+                    provider: str, key_var: str, idle_s: float) -> Iterator[tuple[str, str]]:
     parts = urlsplit(url)
     scheme = parts.scheme or "https"
     host = parts.hostname or ""
@@ -82,6 +101,8 @@ def post_sse_stdlib(url: str, headers: dict[str, str], body: dict[str, Any], can
         conn, reused = _acquire(scheme, host, port)
         socks: list[Any] = [conn.sock] if conn.sock is not None else []
         unregister = cancel.on_cancel(lambda socks=socks: _shutdown(socks))  # type: ignore[misc]
+        clock = IdleClock(idle_s)
+        connected = responded = False
         try:
             try:
                 if conn.sock is None:
@@ -89,11 +110,14 @@ def post_sse_stdlib(url: str, headers: dict[str, str], body: dict[str, Any], can
                     socks.append(conn.sock)
                     if cancel.cancelled:  # cancelled while connecting
                         _shutdown(socks)
-                if conn.sock is not None:
-                    conn.sock.settimeout(READ_TIMEOUT_S)
+                connected = True
+                sock = socks[-1]
+                sock.settimeout(idle_s)  # the wait for the status line is bounded like a silent stream
                 conn.request("POST", path, body=payload, headers=send_headers)
                 REQUEST_SENT.set()
                 response = conn.getresponse()
+                responded = True
+                clock.beat()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 conn.close()
                 if cancel.cancelled:
@@ -108,7 +132,7 @@ def post_sse_stdlib(url: str, headers: dict[str, str], body: dict[str, Any], can
                 raise http_error(response.status, response.headers, data, provider=provider, key_var=key_var)
             finished = False
             try:
-                yield from parse_sse(iter(lambda r=response: r.read1(65536), b""))  # type: ignore[misc]
+                yield from live_events(_reads(response, sock, clock, provider), clock)
                 finished = True
             finally:
                 reusable = False
@@ -129,7 +153,10 @@ def post_sse_stdlib(url: str, headers: dict[str, str], body: dict[str, Any], can
             conn.close()
             if cancel.cancelled:
                 return
-            raise ProviderError(f"{provider} did not answer in time", retryable=True) from None
+            if not connected:
+                raise ProviderError(f"could not connect to {provider} within {seconds(CONNECT_TIMEOUT_S)} s",
+                                    retryable=True) from None
+            raise clock.stalled(provider, responded=responded) from None
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
             if cancel.cancelled:

@@ -3,10 +3,12 @@
 It runs the provider's blocking stream in its own thread, assembles the deltas into a finished
 response (text, thinking with its signature, tool_use blocks with parsed input), and tells the
 session each visible delta as it arrives and the finished response at the end. Retryable
-failures (429, 5xx, overloaded, connection reset) are retried with backoff honouring
-``retry_after`` — but only while nothing has reached the session yet, so a retry never shows a
-person the same text twice. Cancelling the turn's scope makes the provider's blocked read
-return; the actor then ends quietly.
+failures (429, 5xx, overloaded, connection reset, a stalled stream) are retried with backoff
+honouring ``retry_after`` — but only while nothing has reached the session yet, so a retry never
+shows a person the same text twice. Every wait is bounded (``waits``): a notice names its length,
+a ``retry_after`` above ``provider.max_retry_after_s`` fails the request at once, and no attempt
+or wait runs past ``provider.request_timeout_s`` before the answer starts. Cancelling the turn's
+scope makes the provider's blocked read return; the actor then ends quietly.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pykka
 
+from cox.config.schema import ProviderConfig
 from cox.policy.redact import scrub
 from cox.protocol.interfaces import CancelToken, Provider
 from cox.protocol.model import (
@@ -32,10 +36,14 @@ from cox.protocol.model import (
     ToolUseStop,
     UsageDelta,
 )
-from cox.supervisors import CoxActor
+from cox.supervisors import CancelScope, CoxActor
 from cox.supervisors.cancel import wait_cancelled
+from cox.supervisors.timer import scheduler
+
+from .waits import over_cap, past_deadline, seconds, waits_of
 
 MAX_RETRIES = 4
+_DEADLINE = "request deadline"
 
 
 @dataclass(slots=True)
@@ -150,49 +158,74 @@ class ProviderStreamActor(CoxActor):
             self.stop()
         return None
 
-    def _backoff(self, attempt: int, hint: float | None) -> bool:
-        delay = hint if hint is not None else min(8.0, 0.5 * 2**attempt) * (0.5 + random.random() / 2)
-        return wait_cancelled(self.cancel, delay)
-
     def _run(self) -> None:
         sid = self.stream_id
+        waits = waits_of(self.provider)
         started = time.monotonic()
-        attempt = 0
+        deadline = started + waits.request_timeout_s
+        attempt = 0  # retries so far
+        last: ProviderError | None = None
         while True:
             asm = _Assembler()
             emitted = False
+            # Each attempt runs under its own scope: the turn's cancel reaches it, and so does the
+            # request's deadline, until the answer starts (a streaming answer is then bounded by
+            # the transport's idle timeout, never cut for being long).
+            scope = CancelScope("model-attempt")
+            unlink = self.cancel.on_cancel(_canceller(scope, "cancelled"))
+            stop_clock: Callable[[], None] | None = scheduler.call_later(
+                max(0.0, deadline - time.monotonic()), _canceller(scope, _DEADLINE))
             try:
-                for d in self.provider.stream(self.request, self.cancel):
-                    if self.cancel.cancelled:
-                        break
-                    shown = asm.feed(d)
-                    if shown:
-                        kind = "s_text" if isinstance(d, TextPart) else "s_thinking"
-                        self.reply_to.tell((kind, sid, shown))
-                        if not emitted:
-                            # Hand the GIL over once: the session relays the first delta now
-                            # instead of after this thread's next switch interval of parsing.
-                            time.sleep(0)
-                        emitted = True
+                try:
+                    for d in self.provider.stream(self.request, scope):
+                        if scope.cancelled:
+                            break
+                        shown = asm.feed(d)
+                        if shown:
+                            kind = "s_text" if isinstance(d, TextPart) else "s_thinking"
+                            self.reply_to.tell((kind, sid, shown))
+                            if not emitted:
+                                # Hand the GIL over once: the session relays the first delta now
+                                # instead of after this thread's next switch interval of parsing.
+                                time.sleep(0)
+                            emitted = True
+                        if stop_clock is not None:
+                            # The answer started: the deadline no longer applies. Stopped after
+                            # the delta was relayed, so the timer thread's wake-up cannot delay it.
+                            stop_clock()
+                            stop_clock = None
+                finally:
+                    if stop_clock is not None:
+                        stop_clock()
+                    unlink()
             except ProviderError as raised:
                 if self.cancel.cancelled:
                     break
-                err = scrubbed(raised)
+                if scope.reason == _DEADLINE:
+                    self._end(asm, started, past_deadline(last, waits.request_timeout_s, attempt + 1))
+                    return
+                err = last = scrubbed(raised)
                 if err.retryable and not emitted and attempt < MAX_RETRIES:
+                    delay = err.retry_after if err.retry_after is not None else backoff(attempt + 1)
+                    final = self._refuse_wait(err, delay, waits, attempt + 1, deadline)
+                    if final is not None:
+                        self._end(asm, started, final)
+                        return
                     attempt += 1
-                    self.reply_to.tell(("s_notice", sid, f"model request failed ({err}); retry {attempt} of {MAX_RETRIES}"))
-                    if self._backoff(attempt, err.retry_after):
+                    self.reply_to.tell(("s_notice", sid, f"model request failed ({err}); retrying in "
+                                                         f"{seconds(delay)} s (retry {attempt} of {MAX_RETRIES})"))
+                    if wait_cancelled(self.cancel, delay):
                         break
                     continue
-                self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=err,
-                                                          api_ms=(time.monotonic() - started) * 1000)))
+                self._end(asm, started, err)
                 return
             except Exception as exc:  # an adapter bug or a transport error the SDK let escape
                 if self.cancel.cancelled:
                     break
-                err = scrubbed(ProviderError(f"model stream failed: {type(exc).__name__}: {exc}"))
-                self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), error=err,
-                                                          api_ms=(time.monotonic() - started) * 1000)))
+                self._end(asm, started, scrubbed(ProviderError(f"model stream failed: {type(exc).__name__}: {exc}")))
+                return
+            if scope.reason == _DEADLINE and not self.cancel.cancelled:
+                self._end(asm, started, past_deadline(last, waits.request_timeout_s, attempt + 1))
                 return
             break
         api_ms = (time.monotonic() - started) * 1000
@@ -201,6 +234,34 @@ class ProviderStreamActor(CoxActor):
             return
         self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), stop=asm.stop, usage=asm.usage,
                                                   api_ms=api_ms, model=self.request.model)))
+
+    @staticmethod
+    def _refuse_wait(err: ProviderError, delay: float, waits: ProviderConfig, retry: int,
+                     deadline: float) -> ProviderError | None:
+        """Why the wait of ``delay`` before ``retry`` must not happen (the request's final error),
+        or None: the server asks for more than ``max_retry_after_s``, or the wait would pass the
+        deadline."""
+        if err.retry_after is not None and err.retry_after > waits.max_retry_after_s:
+            return over_cap(err, err.retry_after, waits.max_retry_after_s)
+        if time.monotonic() + delay > deadline:
+            return past_deadline(err, waits.request_timeout_s, retry, wait=delay)
+        return None
+
+    def _end(self, asm: _Assembler, started: float, err: ProviderError) -> None:
+        self.reply_to.tell(("s_end", StreamResult(self.stream_id, content=asm.finish(), error=err,
+                                                  api_ms=(time.monotonic() - started) * 1000)))
+
+
+def _canceller(scope: CancelScope, reason: str) -> Callable[[], None]:
+    def cancel() -> None:
+        scope.cancel(reason)
+
+    return cancel
+
+
+def backoff(retry: int) -> float:
+    """Seconds before ``retry`` when the server named none: exponential with jitter, ≤ 8 s."""
+    return min(8.0, 0.5 * 2**retry) * (0.5 + random.random() / 2)
 
 
 def scrubbed(err: ProviderError) -> ProviderError:

@@ -4,7 +4,8 @@ The adapters speak the APIs over httpx directly instead of through the anthropic
 importing those SDKs costs 0.4–1.1 s, which would put cox's first request far behind the 150 ms
 budget. What the SDKs do that matters is kept here and in the adapters: the same headers, the
 same error classification (rate limits, overload, 5xx and connection resets are retryable, with
-``retry-after`` / ``retry-after-ms`` honoured), context-overflow detection, and read timeouts.
+``retry-after`` / ``retry-after-ms`` honoured up to a cap), context-overflow detection, and an idle
+timeout measured on events, not bytes (keep-alive pings do not reset it; ``waits``).
 The tests feed the same bytes to the real SDKs and assert both assemble the same message.
 
 Cancelling the token shuts the socket down (``cox.actors.net``), so a read blocked on a
@@ -23,13 +24,14 @@ from typing import Any
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.model import ProviderError
 
+from .waits import IdleClock, is_keepalive, seconds
+
 # Set once a model request has left this process. Work that may run in the background but would
 # compete for the GIL with building and sending the first request (MCP's start: the SDK import
 # alone is ~0.4 s of CPU) waits for it, bounded.
 REQUEST_SENT = threading.Event()
 
 CONNECT_TIMEOUT_S = 15.0
-READ_TIMEOUT_S = 300.0  # between two chunks of a stream: long thinking pauses are real
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -42,10 +44,8 @@ def client(base_url: str) -> Any:
         if c is None:
             import httpx
 
-            c = _clients[base_url] = httpx.Client(
-                timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
-                follow_redirects=False,
-            )
+            # No read timeout of its own: each request passes its idle timeout (``post_sse``).
+            c = _clients[base_url] = httpx.Client(follow_redirects=False)
         return c
 
 
@@ -124,8 +124,9 @@ def http_error(status: int, headers: Any, body: bytes, *, provider: str, key_var
 
 
 def post_sse(url: str, headers: dict[str, str], body: dict[str, Any], cancel: CancelToken, *, provider: str,
-             key_var: str) -> Iterator[tuple[str, str]]:
-    """POST ``body`` and yield ``(event, data)`` for each server-sent event. Raises ProviderError.
+             key_var: str, idle_s: float) -> Iterator[tuple[str, str]]:
+    """POST ``body`` and yield ``(event, data)`` for each server-sent event but keep-alives.
+    Raises ProviderError; one retryable when ``idle_s`` pass without an event (``waits``).
 
     Without a proxy the request goes through the standard library's ``http.client`` (importing
     httpx costs ~55 ms, a third of cox's start-up budget, and http.client hands over its socket,
@@ -133,10 +134,19 @@ def post_sse(url: str, headers: dict[str, str], body: dict[str, Any], cancel: Ca
     ``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` that applies to the host, httpx does it, because
     it speaks proxies (and ``NO_PROXY``) properly."""
     if proxy_for(url) is not None:
-        return _post_sse_httpx(url, headers, body, cancel, provider=provider, key_var=key_var)
+        return _post_sse_httpx(url, headers, body, cancel, provider=provider, key_var=key_var, idle_s=idle_s)
     from .stdlib_http import post_sse_stdlib
 
-    return post_sse_stdlib(url, headers, body, cancel, provider=provider, key_var=key_var)
+    return post_sse_stdlib(url, headers, body, cancel, provider=provider, key_var=key_var, idle_s=idle_s)
+
+
+def live_events(chunks: Iterator[bytes], clock: IdleClock) -> Iterator[tuple[str, str]]:
+    """The server-sent events of ``chunks`` without the keep-alives; each one resets ``clock``."""
+    for event, data in parse_sse(chunks):
+        if is_keepalive(event, data):
+            continue
+        clock.beat()
+        yield event, data
 
 
 def proxy_for(url: str, env: dict[str, str] | None = None) -> str | None:
@@ -162,8 +172,10 @@ def proxy_for(url: str, env: dict[str, str] | None = None) -> str | None:
 
 
 def _post_sse_httpx(url: str, headers: dict[str, str], body: dict[str, Any], cancel: CancelToken, *,
-                    provider: str, key_var: str) -> Iterator[tuple[str, str]]:
-    """The httpx path (used behind a proxy)."""
+                    provider: str, key_var: str, idle_s: float) -> Iterator[tuple[str, str]]:
+    """The httpx path (used behind a proxy). httpx's read timeout restarts with every chunk, so a
+    stream of pings is caught by the clock as each chunk arrives: it ends at most one ping
+    interval after ``idle_s``."""
     import httpx
 
     from cox.actors.net import abort_response
@@ -194,25 +206,43 @@ def _post_sse_httpx(url: str, headers: dict[str, str], body: dict[str, Any], can
             except OSError:
                 pass
 
+    clock = IdleClock(idle_s)
+    responded = False
+
+    def chunks(response: Any) -> Iterator[bytes]:
+        for chunk in response.iter_raw():
+            if clock.left() <= 0:
+                raise clock.stalled(provider)
+            clock.heard = True
+            yield chunk
+
     unregister_early = cancel.on_cancel(early_abort)
     try:
         with client(base).stream("POST", url, headers=headers, content=payload,
+                                 timeout=httpx.Timeout(idle_s, connect=CONNECT_TIMEOUT_S),
                                  extensions={"trace": trace}) as response:
+            responded = True
+            clock.beat()
             unregister_early()
             unregister = cancel.on_cancel(lambda: abort_response(response))
             try:
                 if response.status_code >= 400:
                     raise http_error(response.status_code, response.headers, response.read(), provider=provider,
                                      key_var=key_var)
-                yield from parse_sse(response.iter_raw())
+                yield from live_events(chunks(response), clock)
             finally:
                 unregister()
     except ProviderError:
         raise
-    except httpx.TimeoutException as exc:
+    except httpx.ConnectTimeout:
         if cancel.cancelled:
             return
-        raise ProviderError(f"{provider} did not answer in time ({type(exc).__name__})", retryable=True) from None
+        raise ProviderError(f"could not connect to {provider} within {seconds(CONNECT_TIMEOUT_S)} s",
+                            retryable=True) from None
+    except httpx.TimeoutException:
+        if cancel.cancelled:
+            return
+        raise clock.stalled(provider, responded=responded) from None
     except (httpx.TransportError, httpx.StreamError) as exc:
         if cancel.cancelled:
             return
