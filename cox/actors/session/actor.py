@@ -590,7 +590,7 @@ class SessionActor(CoxActor):
         if not known:
             self.emit(m.Notice(level="warning", message=f"there is no turn {sub.to_turn} to rewind to"))
             return
-        if sub.what in ("code", "both") and not self._restore_code(sub.to_turn):
+        if sub.what in ("code", "both") and not self._restore_code(sub.to_turn, sub.force):
             return
         self.reads.clear()
         if sub.what in ("conversation", "both"):
@@ -598,7 +598,7 @@ class SessionActor(CoxActor):
         self.turn_starts = {t: i for t, i in self.turn_starts.items() if t < sub.to_turn}
         self.emit(m.Rewound(to_turn=sub.to_turn, what=sub.what))
 
-    def _restore_code(self, to_turn: int) -> bool:
+    def _restore_code(self, to_turn: int, force: bool = False) -> bool:
         """Put every file back as it was when ``to_turn`` began. The rewind's own writes are
         checkpointed under the next turn number (the one the next turn will also use), so
         rewinding to that turn brings the later state back."""
@@ -609,7 +609,7 @@ class SessionActor(CoxActor):
         from cox.actors.store.checkpoints import CheckpointError
 
         try:
-            restored = cp.restore(self.s.session_id, to_turn, self.last_turn + 1)
+            restored = cp.restore(self.s.session_id, to_turn, self.last_turn + 1, force=force)
         except CheckpointError as exc:
             self.emit(m.Notice(level="error", message=f"rewind failed, nothing was changed: {exc}"))
             return False
@@ -620,6 +620,13 @@ class SessionActor(CoxActor):
         for path, why in getattr(restored, "not_restorable", {}).items():
             message += f"\nnot restored: {path} ({why})"
         self.emit(m.Notice(level="info", message=message))
+        conflicts = getattr(restored, "conflicts", {})
+        if conflicts:
+            lines = "".join(f"\n  {path}: {why}" for path, why in sorted(conflicts.items())[:50])
+            more = f"\n  … and {len(conflicts) - 50} more" if len(conflicts) > 50 else ""
+            self.emit(m.Notice(level="warning", message=(
+                f"rewind conflict: {len(conflicts)} file(s) changed by someone else since this session changed "
+                f"them were left alone:{lines}{more}\n/rewind {to_turn} --force overwrites them")))
         return True
 
     def _sub_shutdown(self, sub: m.Shutdown) -> None:

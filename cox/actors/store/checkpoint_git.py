@@ -102,6 +102,7 @@ class Change:
     new_mode: int
     old_sha: str
     path: str
+    new_sha: str = ""
 
 
 def root_hash(root: Path) -> str:
@@ -301,8 +302,8 @@ class PrivateRepo:
             i += 2
             if not meta.startswith(":"):
                 continue
-            old_mode, new_mode, old_sha, _new_sha, status = meta[1:].split(" ")
-            changes.append(Change(status[0], int(old_mode, 8), int(new_mode, 8), old_sha, path))
+            old_mode, new_mode, old_sha, new_sha, status = meta[1:].split(" ")
+            changes.append(Change(status[0], int(old_mode, 8), int(new_mode, 8), old_sha, path, new_sha))
         return changes
 
     def sizes(self, shas: list[str]) -> dict[str, int]:
