@@ -197,6 +197,8 @@ class Checkpointer:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._repo is not None:
+                self._repo.close()  # the change watch's descriptor; the repository stays
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -412,7 +414,7 @@ class Checkpointer:
                     row.too_big = size is not None and size > self.too_big
                 if size is not None and size <= self.too_big:
                     small.append(sha)
-            for sha, data in repo.blobs(small):
+            for sha, data in repo.blobs(small, sizes=sizes):
                 archive_id = self._put(data)
                 for row in wanted[sha]:
                     row.archive_id = archive_id
