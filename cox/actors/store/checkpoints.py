@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS checkpoints_session_turn ON checkpoints (session_id, turn);
-CREATE INDEX IF NOT EXISTS checkpoints_root_path ON checkpoints (root, path);
+CREATE INDEX IF NOT EXISTS checkpoints_root_at ON checkpoints (root, created_at);
 """
 
 NAMED, SNAPSHOT, REWOUND = "named", "snapshot", "rewind"

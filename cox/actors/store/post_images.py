@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS post_images (
     origin TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (session_id, root, path)
 );
+CREATE INDEX IF NOT EXISTS post_images_root_at ON post_images (root, at);
 """
 
 ABSENT = ""
