@@ -93,3 +93,22 @@ def test_a_queue_overflow_falls_back_to_the_full_pass(tmp_path: Path):
     write(ws / "c.txt", "gamma\n")
     assert repo.snapshot() == full_tree(ws, tmp_path / "fresh2")
     repo.close()
+
+
+def test_a_tree_over_the_watch_limit_gives_up_for_good(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import cox.actors.store.watch as watch
+
+    ws = tmp_path / "ws"
+    for i in range(5):
+        write(ws / f"d{i}" / "f", "x")
+    monkeypatch.setattr(watch, "MAX_WATCHES", 3)
+    w = TreeWatch(ws)
+    assert w.start() is False and w.given_up and w.fd == -1
+    assert w.drain() is None and w.fd == -1  # not walked again
+    git = which_git()
+    assert git is not None
+    repo = PrivateRepo(git, tmp_path / "private", ws, 60)
+    repo.snapshot()
+    write(ws / "d0" / "g", "y")
+    assert repo.snapshot() == full_tree(ws, tmp_path / "fresh")
+    repo.close()

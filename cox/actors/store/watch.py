@@ -68,6 +68,7 @@ class TreeWatch:
         self.wds: dict[int, str] = {}  # watch descriptor -> folder, relative ('' = the root)
         self.changed: set[str] = set()
         self.broken = True  # until start() succeeds: "cannot vouch", full pass
+        self.given_up = False  # too many folders (or no inotify): never restarted, full passes only
         self._libc = _libc()
 
     @staticmethod
@@ -85,6 +86,9 @@ class TreeWatch:
             return False
         self.fd = fd
         self.broken = not self._watch_tree("")
+        if self.broken:  # a tree this big would be walked again at every snapshot: stop trying
+            self.given_up = True
+            self.close()
         return not self.broken
 
     def _watch_tree(self, rel: str) -> bool:
@@ -121,7 +125,7 @@ class TreeWatch:
     def drain(self) -> set[str] | None:
         """The relative paths changed since the last drain, or None when that is not known
         (then the caller scans everything, and the watch starts afresh from that scan)."""
-        if self.fd < 0:
+        if self.fd < 0 or self.given_up:
             return None
         while not self.broken:
             try:
