@@ -51,7 +51,8 @@ def test_rewinding_one_session_never_deletes_anothers_file(tmp_path: Path):
     ws.mkdir()
     (ws / "keep.txt").write_text("here before\n")
     go = tmp_path / "go"  # outside the workspace: the signal is not a workspace change
-    wait = f"while [ ! -e {go} ]; do sleep 0.02; done; echo A > a.txt"
+    # "running" on its output proves the call (and the snapshot before it) has begun.
+    wait = f"echo running-and-waiting-for-the-signal-file; while [ ! -e {go} ]; do sleep 0.02; done; echo A > a.txt"
     sa = script(tmp_path / "a.json", [
         {"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": wait}}]},
         {"text": "A done"},
@@ -63,8 +64,7 @@ def test_rewinding_one_session_never_deletes_anothers_file(tmp_path: Path):
     seen: list[dict] = []
     try:
         assert a.stdout is not None
-        read_until(a.stdout, lambda e: e["type"] == "tool_call_started" or (
-            e["type"] == "tool_call_requested" and e["call"]["name"] == "bash"), seen)
+        read_until(a.stdout, lambda e: e["type"] == "tool_call_output" and "running" in e["chunk"], seen)
         sid_a = seen[0]["session_id"]
         sb = script(tmp_path / "b.json", [
             {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "b.txt", "content": "B's\n"}}]},
