@@ -86,6 +86,8 @@ class Rewind(Record):
     type: Literal["rewind"] = "rewind"
     to_turn: int
     what: RewindWhat = "both"
+    force: bool = False
+    """Restore files this session changed even where someone else changed them since."""
 
 
 @record
@@ -248,6 +250,8 @@ class Rewound(Record):
     type: Literal["rewound"] = "rewound"
     to_turn: int
     what: RewindWhat = "both"
+    force: bool = False
+    """Restore files this session changed even where someone else changed them since."""
 
 
 @record

@@ -25,6 +25,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["architect", "editor"], help="start in architect or editor mode")
     p.add_argument("--resume", metavar="ID", help="continue a stored session")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
+    p.add_argument("--fork-session", action="store_true",
+                   help="with --resume/--continue: continue a copy under a new session id")
     p.add_argument("--cwd")
     p.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     p.add_argument("--plain", action="store_true", help="the line-mode surface (for terminals urwid cannot draw, "
@@ -48,6 +50,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--cwd")
     run.add_argument("--resume", metavar="ID", help="continue a stored session")
     run.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
+    run.add_argument("--fork-session", action="store_true",
+                     help="with --resume/--continue: continue a copy under a new session id")
     run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     run.add_argument("--verbose", action="store_true", help="log to stderr too")
 

@@ -94,6 +94,8 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         raise Refused(f"config error: {exc}", 2) from None
     resumed = None
     session_id = None
+    if getattr(args, "fork_session", False) and not (getattr(args, "resume", None) or getattr(args, "continue_", False)):
+        raise Refused("--fork-session copies a stored session: pass it with --resume ID or --continue", 2)
     if getattr(args, "resume", None) or getattr(args, "continue_", False):
         from cox.actors.session.resume import rebuild
         from cox.actors.store.rollout import read_rollout
@@ -101,10 +103,10 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         session_id = args.resume or _latest_session(layout, cwd)
         if session_id is None:
             raise Refused(f"no stored session for {cwd}; `cox sessions` lists them")
-        path = layout.rollout(session_id)
-        if not path.is_file():
+        if not layout.rollout(session_id).is_file():
             raise Refused(f"no session {session_id}; `cox sessions` lists them")
-        read = read_rollout(path)
+        session_id = _claim(layout, session_id, bool(getattr(args, "fork_session", False)))
+        read = read_rollout(layout.rollout(session_id))
         resumed = rebuild(read.events)
         resumed.notices = read.notices
     settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
@@ -218,6 +220,22 @@ def _tools() -> dict[str, Any]:
     from cox.actors.tools.registry import builtin_tools
 
     return builtin_tools()
+
+
+def _claim(layout: Layout, session_id: str, fork: bool) -> str:
+    """One writer per session: hold the session's lock for this process, or refuse naming the
+    live holder; ``--fork-session`` continues a copy under a new id instead (never refused)."""
+    from cox.actors.store import lock
+
+    if fork:
+        from cox.actors.store.fork import fork_rollout
+
+        session_id = fork_rollout(layout, session_id)
+    try:
+        lock.hold(layout.sessions, session_id)
+    except lock.SessionBusy as exc:
+        raise Refused(str(exc)) from None
+    return session_id
 
 
 def _latest_session(layout: Layout, cwd: Path) -> str | None:

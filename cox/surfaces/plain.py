@@ -174,13 +174,15 @@ def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, th
                 out.write("  modes: architect, editor, default, acceptEdits, plan, bypassPermissions\n")
     elif word == "rewind":
         parts = rest.split()
+        force = "--force" in parts
+        parts = [x for x in parts if x != "--force"]
         if not parts or not parts[0].isdigit():
-            out.write("  /rewind N [code|conversation|both]\n")
+            out.write("  /rewind N [code|conversation|both] [--force]\n")
         else:
             what: RewindWhat = "both"
             if len(parts) > 1 and parts[1] in ("code", "conversation", "both"):
                 what = parts[1]  # type: ignore[assignment]
-            handle.submit(m.Rewind(to_turn=int(parts[0]), what=what))
+            handle.submit(m.Rewind(to_turn=int(parts[0]), what=what, force=force))
     elif word == "compact":
         handle.submit(m.Compact(focus=rest or None))
     else:

@@ -155,8 +155,10 @@ def test_a_rewind_replaces_planted_links_and_never_writes_through_them(attack) -
     (attack.workspace / "sub").rmdir()
     _link(attack, "sub", attack.home)  # sub/c.txt was created: ~/c.txt must not be deleted
 
+    # Swapped outside any call of the session: without force the rewind leaves them alone as
+    # conflicts (issue 12); forced, it must still never go through a link.
     submissions = "".join(json.dumps(s) + "\n" for s in (
-        {"type": "rewind", "to_turn": 1, "what": "code"},
+        {"type": "rewind", "to_turn": 1, "what": "code", "force": True},
         {"type": "user_turn", "text": "what changed?"}))
     second = attack.run([{"text": "rewound"}], prompt=None, stdin=submissions,
                         args=(*WRITE_MODE, "--resume", session, "--input-format", "stream-json"))

@@ -46,7 +46,7 @@ from cox.actors.store.rollout import RolloutWriter
 w = RolloutWriter(__import__('pathlib').Path({str(path)!r}))
 for i in range(200):
     w.append(json.dumps({{"type": "text_delta", "text": str(i)}}))
-w._file.write('{{"type": "text_delta", "te')
+w._file.write(b'{{"type": "text_delta", "te')
 w._file.flush()
 os._exit(9)
 """

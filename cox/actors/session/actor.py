@@ -211,6 +211,7 @@ class SessionActor(CoxActor):
         self.cp_lock = threading.Lock()
         self.markers: list[threading.Thread] = []
         self.marker_warnings: list[str] = []
+        self.storage_episode = 0  # the last storage failure reported (store.actor.StorageError)
         # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
         self.tool_extra: dict[str, Any] = {
             "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
@@ -252,8 +253,15 @@ class SessionActor(CoxActor):
 
     def on_start(self) -> None:
         store = self.store()
+        others: Any = []
         if store is not None:
-            store.ask(("open", {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.s.model}), timeout=10)
+            try:  # a failure is told back as ("storage_failed", …) and raised again at the turn's end
+                others = store.ask(("open", {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.s.model},
+                                    self.actor_ref), timeout=10)
+            except Exception as exc:
+                if type(exc).__name__ != "StorageError":
+                    raise
+                log.error("store open failed", error=str(exc))
             if self.s.monthly_budget_usd is not None:
                 import datetime
 
@@ -268,6 +276,10 @@ class SessionActor(CoxActor):
         ))
         for notice in self.resumed.notices if self.resumed else []:
             self.emit(m.Notice(level="warning", message=notice))
+        if isinstance(others, list) and others:
+            from cox.actors.store.presence import notice as presence_notice
+
+            self.emit(m.Notice(level="warning", message=presence_notice(others)))
 
     def on_stop(self) -> None:
         self._shutdown_turn()
@@ -320,10 +332,14 @@ class SessionActor(CoxActor):
         if store is not None:
             store.tell(("append", self.s.session_id, line))
             if event.type == "turn_done":
-                try:
-                    store.ask(("sync", self.s.session_id, {"turns": self.last_turn}), timeout=10)
-                except Exception as exc:
-                    log.error("rollout sync failed", error=str(exc))
+                failure = self._sync(store)
+                if failure is not None and event.stop is not StopReason.ERROR:
+                    # What this turn did is not all on disk: the turn did not succeed.
+                    self.emit(m.ErrorEvent(message=failure))
+                    event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
+                    line = m.encode(event)
+                    store.tell(("append", self.s.session_id, line))
+                    self._sync(store)
         for sink in self.sinks:
             try:
                 sink(event, line)
@@ -332,6 +348,32 @@ class SessionActor(CoxActor):
         if changed and event.type == "tool_call_done":
             self.emit(m.Notice(level="security",
                                message="tool output contained a secret-shaped string; redacted in the rollout"))
+
+    def _sync(self, store: pykka.ActorRef[Any]) -> str | None:
+        """fsync the rollout at a turn's end; the store's sentence when a write failed since the
+        last sync (a failure of the sync itself included), else None."""
+        try:
+            store.ask(("sync", self.s.session_id, {"turns": self.last_turn}), timeout=10)
+        except Exception as exc:
+            log.error("rollout sync failed", error=str(exc))
+            episode = getattr(exc, "episode", 0)
+            self.storage_episode = max(self.storage_episode, episode)
+            return str(exc) if type(exc).__name__ == "StorageError" else f"could not sync the rollout: {exc}"
+        return None
+
+    def _on_storage_failed(self, episode: int, sentence: str) -> None:
+        """The store could not write this session's record: say so, and end the running turn
+        with an error (what it does next would not be recorded)."""
+        if episode <= self.storage_episode:
+            return  # the turn-end sync already reported it
+        self.storage_episode = episode
+        self.emit(m.ErrorEvent(message=sentence))
+        turn = self.active
+        if turn is not None:
+            turn.scope.cancel()
+            turn.stream_ref = None
+            self._abort_unfinished(turn)
+            self._finish(StopReason.ERROR, sentence)
 
     def on_receive(self, message: Any) -> Any:
         if isinstance(message, tuple):
@@ -561,7 +603,7 @@ class SessionActor(CoxActor):
         if not known:
             self.emit(m.Notice(level="warning", message=f"there is no turn {sub.to_turn} to rewind to"))
             return
-        if sub.what in ("code", "both") and not self._restore_code(sub.to_turn):
+        if sub.what in ("code", "both") and not self._restore_code(sub.to_turn, sub.force):
             return
         self.reads.clear()
         if sub.what in ("conversation", "both"):
@@ -569,7 +611,7 @@ class SessionActor(CoxActor):
         self.turn_starts = {t: i for t, i in self.turn_starts.items() if t < sub.to_turn}
         self.emit(m.Rewound(to_turn=sub.to_turn, what=sub.what))
 
-    def _restore_code(self, to_turn: int) -> bool:
+    def _restore_code(self, to_turn: int, force: bool = False) -> bool:
         """Put every file back as it was when ``to_turn`` began. The rewind's own writes are
         checkpointed under the next turn number (the one the next turn will also use), so
         rewinding to that turn brings the later state back."""
@@ -580,7 +622,7 @@ class SessionActor(CoxActor):
         from cox.actors.store.checkpoints import CheckpointError
 
         try:
-            restored = cp.restore(self.s.session_id, to_turn, self.last_turn + 1)
+            restored = cp.restore(self.s.session_id, to_turn, self.last_turn + 1, force=force)
         except CheckpointError as exc:
             self.emit(m.Notice(level="error", message=f"rewind failed, nothing was changed: {exc}"))
             return False
@@ -591,6 +633,13 @@ class SessionActor(CoxActor):
         for path, why in getattr(restored, "not_restorable", {}).items():
             message += f"\nnot restored: {path} ({why})"
         self.emit(m.Notice(level="info", message=message))
+        conflicts = getattr(restored, "conflicts", {})
+        if conflicts:
+            lines = "".join(f"\n  {path}: {why}" for path, why in sorted(conflicts.items())[:50])
+            more = f"\n  … and {len(conflicts) - 50} more" if len(conflicts) > 50 else ""
+            self.emit(m.Notice(level="warning", message=(
+                f"rewind conflict: {len(conflicts)} file(s) changed by someone else since this session changed "
+                f"them were left alone:{lines}{more}\n/rewind {to_turn} --force overwrites them")))
         return True
 
     def _sub_shutdown(self, sub: m.Shutdown) -> None:

@@ -22,7 +22,10 @@ exists to keep that git away from the user's things and the user's things away f
   repository, so blobs git already has are found there and never copied.
 
 The private index doubles as the stat cache (plus git's untracked cache), so a warm snapshot is
-one stat pass over the work tree and a few milliseconds of process start.
+one stat pass over the work tree and a few milliseconds of process start. With change
+notification (``watch``, inotify) it is less: no change since the last snapshot reuses its tree
+without running git, a few changed paths are added alone; whatever the watch cannot vouch for
+(its first use, an overflow, a changed ``.gitignore``, many paths) is the full pass.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from pathlib import Path
 
 from cox.atomic import open_append, write_atomic
 from cox.gitsafe import find_git, safe_env
+
+from .watch import TreeWatch
 
 try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
     import fcntl
@@ -77,6 +82,9 @@ _PRIVATE_CONFIG = """\
 \taddIgnoredFile = false
 """
 
+PARTIAL_MAX = 500
+"""More changed paths than this since the last snapshot: the full pass is cheaper than the list."""
+
 GITLINK = 0o160000
 SYMLINK = 0o120000
 
@@ -102,6 +110,7 @@ class Change:
     new_mode: int
     old_sha: str
     path: str
+    new_sha: str = ""
 
 
 def root_hash(root: Path) -> str:
@@ -182,6 +191,8 @@ class PrivateRepo:
             self.env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.user.objects)
         self._lock = threading.Lock()
         self._ready = False
+        self._watch: TreeWatch | None = None
+        self._last: str | None = None  # the tree of the last snapshot this process took
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -245,15 +256,20 @@ class PrivateRepo:
         """cox's home (``$COX_HOME``, which holds this repository) when it lies inside the
         workspace — cox run in ``~``, or a home under the project: snapshotting it would record
         cox's own archive and database, and fail on temporary files that vanish mid-walk."""
+        rel = self._own_rel()
+        if not rel:
+            return ""
+        pattern = "/" + rel.replace("\\", "\\\\")
+        return "".join("\\" + c if c in "*?[!#" else c for c in pattern) + "/\n"
+
+    def _own_rel(self) -> str:
+        """cox's home relative to the workspace root, '' when it is not inside (or is the root)."""
         home = self.git_dir.parent.parent.resolve()
         try:
             rel = home.relative_to(self.root)
         except ValueError:
             return ""
-        if rel == Path("."):
-            return ""
-        pattern = "/" + rel.as_posix().replace("\\", "\\\\")
-        return "".join("\\" + c if c in "*?[!#" else c for c in pattern) + "/\n"
+        return "" if rel == Path(".") else rel.as_posix()
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -276,15 +292,61 @@ class PrivateRepo:
         """Stage the whole work tree into the private index and return its tree id."""
         with self.locked():
             self.ensure()
-            # --ignore-errors: an unreadable file or one removed while we scan is left out of
-            # the snapshot instead of failing it (git then exits 1 without "fatal:").
-            proc = self.run("add", "--all", "--ignore-errors", ok=(0, 1))
-            if proc.returncode != 0 and b"fatal:" in proc.stderr:
-                raise GitError(f"git add failed: {proc.stderr.decode('utf-8', 'replace').strip()[-2000:]}")
+            changed = self._changed()
+            if changed is not None and self._last is not None and not changed:
+                return self._last  # nothing changed since: the same tree, no git run
+            if changed is None or self._last is None or not self._add_paths(changed):
+                # --ignore-errors: an unreadable file or one removed while we scan is left out of
+                # the snapshot instead of failing it (git then exits 1 without "fatal:").
+                proc = self.run("add", "--all", "--ignore-errors", ok=(0, 1))
+                if proc.returncode != 0 and b"fatal:" in proc.stderr:
+                    raise GitError(f"git add failed: {proc.stderr.decode('utf-8', 'replace').strip()[-2000:]}")
+            self._last = None
             tree = self.run("write-tree").stdout.decode("ascii").strip()
-        if len(tree) < 40:
-            raise GitError(f"git write-tree printed no tree id: {tree!r}")
+            if len(tree) < 40:
+                raise GitError(f"git write-tree printed no tree id: {tree!r}")
+            self._last = tree
         return tree
+
+    def _changed(self) -> set[str] | None:
+        """The paths changed since the last snapshot, or None when only a full pass can say."""
+        if self._watch is None:
+            own = self._own_rel()
+            watch = TreeWatch(self.root, (lambda rel: rel == own or rel.startswith(own + "/")) if own else None)
+            self._watch = watch
+            watch.start()  # before the first full pass: nothing after it is missed
+            return None
+        changed = self._watch.drain()
+        if changed is None or len(changed) > PARTIAL_MAX:
+            return None
+        if any(os.path.basename(p) == ".gitignore" for p in changed):
+            return None  # what is ignored changed: files elsewhere may appear or vanish
+        return changed
+
+    def _add_paths(self, changed: set[str]) -> bool:
+        """Bring just these paths up to date in the private index (literal pathspecs, never
+        patterns); False when git refused, and the caller does the full pass."""
+        present = [p for p in sorted(changed) if os.path.lexists(self.root / p)]
+        kept = set(present)
+        gone = [p for p in sorted(changed) if p not in kept]
+        for args, paths in ((("add", "--all", "--ignore-errors"), present),
+                            (("rm", "-q", "-r", "--cached", "--ignore-unmatch"), gone)):
+            if not paths:
+                continue
+            stdin = b"".join(os.fsencode(p) + b"\0" for p in paths)
+            try:
+                proc = self.run("--literal-pathspecs", *args, "--pathspec-from-file=-", "--pathspec-file-nul",
+                                stdin=stdin, ok=(0, 1))
+            except GitError:
+                return False
+            if proc.returncode != 0 and b"fatal:" in proc.stderr:
+                return False
+        return True
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def diff(self, before: str, after: str) -> list[Change]:
         """What differs between two trees, file by file (renames split into D + A)."""
@@ -301,8 +363,8 @@ class PrivateRepo:
             i += 2
             if not meta.startswith(":"):
                 continue
-            old_mode, new_mode, old_sha, _new_sha, status = meta[1:].split(" ")
-            changes.append(Change(status[0], int(old_mode, 8), int(new_mode, 8), old_sha, path))
+            old_mode, new_mode, old_sha, new_sha, status = meta[1:].split(" ")
+            changes.append(Change(status[0], int(old_mode, 8), int(new_mode, 8), old_sha, path, new_sha))
         return changes
 
     def sizes(self, shas: list[str]) -> dict[str, int]:
@@ -317,10 +379,13 @@ class PrivateRepo:
                 sizes[bits[0]] = int(bits[2])
         return sizes
 
-    def blobs(self, shas: list[str], budget: int = 64 * 1024 * 1024) -> Iterator[tuple[str, bytes]]:
+    def blobs(self, shas: list[str], budget: int = 64 * 1024 * 1024,
+              sizes: dict[str, int] | None = None) -> Iterator[tuple[str, bytes]]:
         """The bytes of each blob, read in batches of at most ``budget`` bytes so a bash call
-        that rewrote many files never holds all their pre-images in memory at once."""
-        sizes = self.sizes(shas)
+        that rewrote many files never holds all their pre-images in memory at once. ``sizes``:
+        what :meth:`sizes` already said (saves a git run)."""
+        if sizes is None:
+            sizes = self.sizes(shas)
         batch: list[str] = []
         total = 0
         for sha in shas:

@@ -9,6 +9,14 @@ Two ways a pre-image is taken, because cox knows the files a call touches only s
   (``pre``) or vanished (``deleted``) taken from the before tree; files that appeared are ``created``.
   The git side lives in ``checkpoint_git``.
 
+Each call also records its post-image (``post_images``): what it left in each file. A rewind
+restores a file only while that is still what stands there, and only when no other session
+recorded a change to it since; otherwise the file is a *conflict*, listed and left alone unless
+the rewind is forced. A snapshot's diff is not all this call's work: files another session named
+(a ``write``/``edit`` there) while the call ran are not filed as this call's. What the person's
+editor changes *while* a bash call runs cannot be told apart and is filed with it; what it changes
+afterwards is a conflict at rewind time.
+
 ``marker`` writes one row per user turn (its first words) and ``timeline`` lists the turns for
 /rewind. ``restore`` writes back, for each file touched at or after a turn, its EARLIEST
 pre-image there -- the file's state when that turn began -- after recording the pre-images of what
@@ -42,7 +50,7 @@ from typing import Any
 from cox.atomic import Folder, LinkInTheWay, remove_file, temp_name
 from cox.log import get_logger
 
-from . import archive, db
+from . import archive, db, post_images
 from .checkpoint_git import GITLINK, SYMLINK, GitError, PrivateRepo, clean_env, root_hash, which_git
 from .layout import Layout
 
@@ -69,7 +77,11 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     created_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS checkpoints_session_turn ON checkpoints (session_id, turn);
+CREATE INDEX IF NOT EXISTS checkpoints_root_at ON checkpoints (root, created_at);
 """
+
+NAMED, SNAPSHOT, REWOUND = "named", "snapshot", "rewind"
+"""A row's ``origin``: a tool named the file, a snapshot diff found it, a rewind wrote it."""
 
 
 class CheckpointError(Exception):
@@ -79,11 +91,14 @@ class CheckpointError(Exception):
 
 class Restored(list[str]):
     """The paths a restore wrote back (it is a ``list[str]``), plus ``not_restorable``: path →
-    why (a pre-image over 8 MiB has no bytes, a folder now stands where a file was, …)."""
+    why (a pre-image over 8 MiB has no bytes, a folder now stands where a file was, …), and
+    ``conflicts``: path → who changed it since this session did (left alone unless forced)."""
 
-    def __init__(self, paths: Iterable[str] = (), not_restorable: dict[str, str] | None = None) -> None:
+    def __init__(self, paths: Iterable[str] = (), not_restorable: dict[str, str] | None = None,
+                 conflicts: dict[str, str] | None = None) -> None:
         super().__init__(paths)
         self.not_restorable: dict[str, str] = dict(not_restorable or {})
+        self.conflicts: dict[str, str] = dict(conflicts or {})
 
 
 @dataclass(slots=True)
@@ -94,11 +109,18 @@ class _Row:
     size: int | None = None
     mode: int | None = None
     too_big: bool = False
+    origin: str = NAMED
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the checkpoint tables (idempotent): the store actor may call it too."""
-    conn.executescript(SCHEMA)
+    """Create the checkpoint tables (idempotent): the store actor may call it too. A table made
+    before post-images gains its ``origin`` column (old rows: '', treated as a snapshot's)."""
+    conn.executescript(SCHEMA + post_images.SCHEMA)
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)").fetchall()}
+    if "origin" not in cols:
+        conn.execute("ALTER TABLE checkpoints ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
+    if "began" not in cols:  # when the call that made the row began (a snapshot's window start)
+        conn.execute("ALTER TABLE checkpoints ADD COLUMN began REAL")
 
 
 def timeline(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
@@ -145,6 +167,7 @@ class Checkpointer:
         self.too_big = too_big
         self._lock = threading.RLock()
         self._repo: PrivateRepo | None = None
+        self._taken: dict[str, float] = {}  # snapshot tree id -> when the earliest such snapshot began
 
     # -- availability and plumbing ---------------------------------------------------------------
 
@@ -174,6 +197,8 @@ class Checkpointer:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._repo is not None:
+                self._repo.close()  # the change watch's descriptor; the repository stays
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -242,18 +267,19 @@ class Checkpointer:
     def _put(self, data: bytes) -> str:
         return archive.put(self._db(), self.layout.archive, data, kind="checkpoint")
 
-    def _insert(self, session_id: str, turn: int, call_id: str, rows: list[_Row]) -> None:
+    def _insert(self, session_id: str, turn: int, call_id: str, rows: list[_Row], began: float | None = None) -> None:
         if not rows:
             return
         conn = self._db()
         now = time.time()
+        start = now if began is None else began
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(
                 "INSERT INTO checkpoints (session_id, turn, call_id, root, path, kind, archive_id, size, "
-                "mode, too_big, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "mode, too_big, origin, began, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [(session_id, turn, call_id, str(self.root), r.path, r.kind, r.archive_id, r.size, r.mode,
-                  int(r.too_big), now) for r in rows],
+                  int(r.too_big), r.origin, start, now) for r in rows],
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -268,6 +294,12 @@ class Checkpointer:
         this turn. An unreadable file is reported after the others are recorded."""
         with self._guard("before the write"):
             return self._record(session_id, turn, call_id, [self._rel(p) for p in paths], follow=True)
+
+    def settle(self, session_id: str, rels: Iterable[str]) -> None:
+        """After a call that named its files: record what it left in each (its post-image)."""
+        with self._guard("after the write"):
+            post_images.record(self._db(), session_id, str(self.root),
+                               [(rel, post_images.current(self._abs(rel))) for rel in rels], NAMED)
 
     def _record(self, session_id: str, turn: int, call_id: str, rels: list[str], *, follow: bool) -> list[str]:
         """Record the pre-image of each path. ``follow``: read through a symlink (a tool writes
@@ -289,6 +321,7 @@ class Checkpointer:
                 failed.append(f"{rel}: {e.strerror or e}")
                 continue
             if row is not None:
+                row.origin = NAMED if follow else REWOUND
                 rows.append(row)
                 covered.append(rel)
         self._insert(session_id, turn, call_id, rows)
@@ -337,7 +370,10 @@ class Checkpointer:
         """The tree id of the whole workspace (ignored files left out). Call it before bash or
         an MCP tool and hand the id to ``changes_since`` after."""
         with self._guard("snapshot"):
-            return self._git().snapshot()
+            began = time.time()
+            tree = self._git().snapshot()
+            self._taken[tree] = min(self._taken.get(tree, began), began)
+            return tree
 
     def changes_since(self, session_id: str, turn: int, call_id: str, tree: str) -> list[str]:
         """Snapshot again, diff with ``tree`` and record a pre-image for every file that changed
@@ -347,8 +383,15 @@ class Checkpointer:
             repo = self._git()
             after = repo.snapshot()
             changes = [c for c in repo.diff(tree, after) if c.old_mode != GITLINK and c.new_mode != GITLINK]
+            began = self._taken.get(tree)
+            if changes and began is not None:
+                foreign = self._others_since(session_id, began)
+                changes = [c for c in changes if c.path not in foreign]
             if not changes:
                 return []
+            post_images.record(self._db(), session_id, str(self.root),
+                               [(c.path, post_images.ABSENT if c.status == "D" else c.new_sha) for c in changes],
+                               SNAPSHOT)
             seen = self._seen(session_id, turn)
             rows: list[_Row] = []
             wanted: dict[str, list[_Row]] = {}
@@ -356,10 +399,10 @@ class Checkpointer:
                 if c.path in seen:
                     continue
                 if c.status == "A":
-                    rows.append(_Row(c.path, "created"))
+                    rows.append(_Row(c.path, "created", origin=SNAPSHOT))
                     continue
                 mode = c.old_mode if c.old_mode == SYMLINK else stat.S_IFREG | (c.old_mode & 0o777)
-                row = _Row(c.path, "deleted" if c.status == "D" else "pre", mode=mode)
+                row = _Row(c.path, "deleted" if c.status == "D" else "pre", mode=mode, origin=SNAPSHOT)
                 rows.append(row)
                 wanted.setdefault(c.old_sha, []).append(row)
             sizes = repo.sizes(list(wanted))
@@ -371,12 +414,19 @@ class Checkpointer:
                     row.too_big = size is not None and size > self.too_big
                 if size is not None and size <= self.too_big:
                     small.append(sha)
-            for sha, data in repo.blobs(small):
+            for sha, data in repo.blobs(small, sizes=sizes):
                 archive_id = self._put(data)
                 for row in wanted[sha]:
                     row.archive_id = archive_id
-            self._insert(session_id, turn, call_id, rows)
+            self._insert(session_id, turn, call_id, rows, began)
             return sorted(c.path for c in changes)
+
+    def _others_since(self, session_id: str, since: float) -> dict[str, str]:
+        """Files another session named for a change (a write tool's pre-image, the post-image it
+        left, a rewind's write) at or after ``since``: path → its session id. During a call's
+        window they are that session's work, not the call's. Two overlapping bash calls cannot
+        tell whose a file is: both claim it, and each one's rewind then reports a conflict."""
+        return post_images.others_since(self._db(), session_id, str(self.root), since, (NAMED, REWOUND))
 
     # -- the /rewind timeline ------------------------------------------------------------------
 
@@ -410,29 +460,40 @@ class Checkpointer:
 
     # -- code rewind -----------------------------------------------------------------------------
 
-    def restore(self, session_id: str, to_turn: int, new_turn: int) -> Restored:
+    def restore(self, session_id: str, to_turn: int, new_turn: int, *, force: bool = False) -> Restored:
         """Put every file touched in turns ≥ ``to_turn`` back as it was when ``to_turn`` began:
         its earliest pre-image there is written back, a file created since is removed, a deleted
         one returns. What is about to be overwritten is first recorded under ``new_turn`` (and a
         marker added if that turn has none), so ``restore(…, to_turn=new_turn, …)`` undoes this.
         If that recording fails nothing is written. Returns the restored paths; the ones that
-        cannot be restored are in ``.not_restorable``."""
+        cannot be restored are in ``.not_restorable``.
+
+        Only this session's own work is undone: a file whose content is no longer what this
+        session left there, or that another session changed since this session first did in
+        those turns, is a conflict (``.conflicts``, with who changed it) and is left alone —
+        unless ``force``."""
         with self._guard("rewind"):
             conn = self._db()
             rows = conn.execute(
-                "SELECT path, kind, archive_id, mode, too_big FROM checkpoints WHERE session_id=? AND root=? "
-                "AND turn>=? AND kind!='marker' ORDER BY turn, id",
+                "SELECT path, kind, archive_id, mode, too_big, COALESCE(began, created_at) FROM checkpoints "
+                "WHERE session_id=? "
+                "AND root=? AND turn>=? AND kind!='marker' ORDER BY turn, id",
                 (session_id, str(self.root), to_turn),
             ).fetchall()
             earliest: dict[str, tuple[str, str | None, int | None, int]] = {}
-            for path, kind, archive_id, mode, too_big in rows:
+            first_at: dict[str, float] = {}
+            for path, kind, archive_id, mode, too_big, created_at in rows:
                 earliest.setdefault(path, (kind, archive_id, mode, too_big))
+                first_at.setdefault(path, float(created_at))
+            conflicts = {} if force else self._conflicts(session_id, first_at)
 
             # (path, archive id or None to remove the file, mode); bytes are fetched again when
             # written, so a large rewind never holds every pre-image in memory.
             plan: list[tuple[str, str | None, int | None]] = []
             skipped: dict[str, str] = {}
             for rel, (kind, archive_id, mode, too_big) in sorted(earliest.items()):
+                if rel in conflicts:
+                    continue
                 target = self._abs(rel)
                 linked = self._link_on_the_way(target, plan)
                 if linked is not None:
@@ -468,16 +529,54 @@ class Checkpointer:
                 self._record(session_id, new_turn, REWIND_CALL, [rel for rel, _, _ in plan], follow=False)
                 self._ensure_marker(session_id, new_turn, f"rewind to T{to_turn}")
             done: list[str] = []
+            left: list[tuple[str, str]] = []
             for rel, archive_id, mode in plan:
                 try:
                     content = None if archive_id is None else archive.get(conn, self.layout.archive, archive_id)
                     self._write_back(self._abs(rel), content, mode)
                     done.append(rel)
+                    left.append((rel, post_images.ABSENT if content is None else post_images.blob_id(content)))
                 except archive.ArchiveMissing as e:
                     skipped[rel] = f"its archived pre-image is missing ({e})"
                 except OSError as e:
                     skipped[rel] = f"could not be written: {e.strerror or e}"
-            return Restored(done, skipped)
+            post_images.record(conn, session_id, str(self.root), left, REWOUND)  # the rewind's writes are ours too
+            return Restored(done, skipped, conflicts)
+
+    def _conflicts(self, session_id: str, first_at: dict[str, float]) -> dict[str, str]:
+        """The files a rewind must not touch: changed by another session since this session
+        first did (in the turns being undone), or whose content is no longer what this session
+        left there. Path → a sentence saying who."""
+        if not first_at:
+            return {}
+        conn = self._db()
+        latest: dict[str, tuple[str, float]] = {}
+        for path, sid, at in conn.execute(
+            "SELECT path, session_id, MAX(t) FROM (SELECT path, session_id, at AS t FROM post_images WHERE root=? "
+            "AND session_id!=? UNION ALL SELECT path, session_id, created_at FROM checkpoints WHERE root=? "
+            "AND session_id!=? AND kind!='marker' AND created_at>=?) GROUP BY path",
+            (str(self.root), session_id, str(self.root), session_id, min(first_at.values())),
+        ).fetchall():
+            latest[str(path)] = (str(sid), float(at))
+        mine = post_images.left(conn, session_id, str(self.root))
+        out: dict[str, str] = {}
+        for rel, since in first_at.items():
+            other = latest.get(rel)
+            if other is not None and other[1] >= since:
+                out[rel] = f"session {other[0]} changed it too"
+                continue
+            post = mine.get(rel)
+            if post is None:
+                continue  # recorded before post-images existed: nothing to compare
+            try:
+                now = post_images.current(self._abs(rel))
+            except OSError as e:
+                out[rel] = f"it cannot be read ({e.strerror or e})"
+                continue
+            if now != post:
+                out[rel] = ("it was deleted since this session changed it" if now == post_images.ABSENT else
+                            "it changed since this session left it (your editor, another program or session)")
+        return out
 
     def _ensure_marker(self, session_id: str, turn: int, title: str) -> None:
         exists = self._db().execute(

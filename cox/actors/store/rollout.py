@@ -1,7 +1,9 @@
 """The rollout: a session's events, one JSON object per line, append-only.
 
-Each line is flushed as it is written and the file is fsynced at every turn end, so a killed
-process loses at most the line being written. Reading skips a torn last line (and says so) and
+Each line is written whole with ``os.write`` (no buffer) and the file is fsynced at every turn
+end, so a killed process loses at most the line being written. A write that fails (a full disk,
+an I/O error) is cut back to the last whole line before the error is raised: the file never holds
+half a line that a later append would glue onto, so freeing space and resuming works. Reading skips a torn last line (and says so) and
 stops with a clear message at a corrupt line in the middle, keeping everything before it.
 """
 
@@ -23,25 +25,42 @@ class RolloutWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         # O_NOFOLLOW, mode 0600: a link left at the rollout's name is refused, not appended through.
-        self._file: IO[str] | None = open_append(path, text=True)
+        self._file: IO[bytes] | None = open_append(path)
+        self._torn = False
         # A torn last line from a killed process must not glue onto the next event.
         if path.stat().st_size > 0:
             with open(path, "rb") as f:
                 f.seek(-1, os.SEEK_END)
                 if f.read(1) != b"\n":
-                    self._file.write("\n")
-                    self._file.flush()
+                    self._write(b"\n")
 
     def append(self, line: str) -> None:
+        self._write((line + "\n").encode("utf-8"))
+
+    def _write(self, data: bytes) -> None:
+        """All of ``data`` at the end of the file, or nothing: a failed write is truncated back
+        to where it started (O_APPEND: the end as it was) and the error raised."""
         f = self._file
         if f is None:
             raise ValueError(f"rollout {self.path} is closed")
-        f.write(line + "\n")
-        f.flush()
+        if self._torn:
+            data = b"\n" + data
+        fd = f.fileno()
+        start = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                self._torn = True  # the next append starts on a line of its own
+            raise
+        self._torn = False
 
     def sync(self) -> None:
         if self._file is not None:
-            self._file.flush()
             os.fsync(self._file.fileno())
 
     def close(self) -> None:

@@ -77,6 +77,11 @@ class ToolCallActor(CoxActor):
         except CheckpointError as exc:
             note = f"\n[no checkpoint for this call: {exc}]"
         result = self._run()
+        if files and tree is None:
+            try:  # what the call left in its files: a rewind undoes only that
+                cp.settle(session_id, files)
+            except CheckpointError as exc:
+                note = f"\n[no checkpoint for this call: {exc}]"
         if tree is not None:
             try:
                 files = cp.changes_since(session_id, turn, self.call.id, tree)

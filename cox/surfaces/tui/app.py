@@ -822,15 +822,17 @@ class TUI:
                 self.model.add("notice", "modes: " + ", ".join(MODES))
         elif word == "rewind":
             parts = rest.split()
+            force = "--force" in parts
+            parts = [x for x in parts if x != "--force"]
             if not parts:
                 self.open_rewind()
             elif not parts[0].isdigit():
-                self.model.add("notice", "/rewind [N [code|conversation|both]]")
+                self.model.add("notice", "/rewind [N [code|conversation|both] [--force]]")
             else:
                 what: RewindWhat = "both"
                 if len(parts) > 1 and parts[1] in ("code", "conversation", "both"):
                     what = parts[1]  # type: ignore[assignment]
-                self.handle.submit(m.Rewind(to_turn=int(parts[0]), what=what))
+                self.handle.submit(m.Rewind(to_turn=int(parts[0]), what=what, force=force))
         elif word == "compact":
             self.handle.submit(m.Compact(focus=rest or None))
         elif word == "model":
