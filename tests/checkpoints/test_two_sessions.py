@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+import pytest
 
 BOUND_S = 60.0  # only a hang reaches it
 
@@ -46,11 +51,20 @@ def read_until(stream: IO[str], pred, seen: list[dict]) -> None:
     assert done.wait(BOUND_S), f"no such line within {BOUND_S} s: {seen}"
 
 
-def test_rewinding_one_session_never_deletes_anothers_file(tmp_path: Path):
+@pytest.fixture
+def signal_dir() -> Iterator[Path]:
+    """A folder outside the workspace that a sandboxed command can see: the sandbox gives each
+    session a private /tmp (where tmp_path lives), so the signal goes under /var/tmp."""
+    d = Path(tempfile.mkdtemp(prefix="cox-signal-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_rewinding_one_session_never_deletes_anothers_file(tmp_path: Path, signal_dir: Path):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "keep.txt").write_text("here before\n")
-    go = tmp_path / "go"  # outside the workspace: the signal is not a workspace change
+    go = signal_dir / "go"  # outside the workspace: the signal is not a workspace change
     # "running" on its output proves the call (and the snapshot before it) has begun.
     wait = f"echo running-and-waiting-for-the-signal-file; while [ ! -e {go} ]; do sleep 0.02; done; echo A > a.txt"
     sa = script(tmp_path / "a.json", [
