@@ -218,6 +218,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
 
         apps.append(App(prep.home))
         app = apps[0]
+        store_ready(app)
         handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine, prep.resumed)
     except Refused as exc:
         return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
@@ -225,8 +226,20 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         return _refuse(args, stopper, _startup_failure(exc, prep), "error")
     from . import headless
 
+    home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
-                        verbose=args.verbose, stopper=stopper)
+                        verbose=args.verbose, stopper=stopper,
+                        explain=lambda: home_problem(home, deep=True))
+
+
+def store_ready(app: Any) -> None:
+    """Wait until the store has opened cox.db and the rollout folder (an ask it answers only once
+    started: a ``sync`` of no session writes nothing). A store that could not start raises here,
+    at start-up, instead of taking the session down with it after the run began."""
+    store = app.store()
+    if store is None:
+        raise RuntimeError("the store did not start")
+    store.ask(("sync", ""), timeout=30)
 
 
 def _startup_failure(exc: Exception, prep: Prepared | None) -> str:
@@ -271,6 +284,7 @@ def cmd_interactive(args: Any) -> int:
         return fail(_startup_failure(exc, prep))
     try:
         try:
+            store_ready(app)
             handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep, interactive=True),
                                       prep.engine, prep.resumed)
         except Exception as exc:

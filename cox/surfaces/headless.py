@@ -22,6 +22,7 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -265,11 +266,13 @@ def _stdin_reader(handle: SessionHandle, stdin: IO[str], err: IO[str], closed: t
 def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_format: str = "text",
         stdin: IO[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None,
         verbose: bool = False, install_signals: bool = True, idle_timeout: float = 0.25,
-        stopper: Stopper | None = None) -> int:
+        stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None) -> int:
     """Drive ``handle`` until its input is used up; returns the exit code of the last result.
 
     ``stopper``: the process's signal handling (``cox run`` installs it before start-up);
-    without one, ``install_signals`` installs one for the length of this call."""
+    without one, ``install_signals`` installs one for the length of this call. ``explain``: asked
+    why when the session stops unexpectedly (``cox run`` checks its home: a store that could not
+    open cox.db takes the session down with it)."""
     out = out or sys.stdout
     err = err or sys.stderr
     printer = Printer(fmt, out, err, verbose)
@@ -285,6 +288,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     last: dict[str, Any] | None = None
     awaiting = False  # a user turn was submitted and its turn_done not seen yet
     interrupted_at = 0.0
+    tail = False  # the run ends with a result of its own (not the last turn's)
 
     def on_signal() -> None:  # the relay thread, never the signal handler itself
         interrupted.set()
@@ -311,13 +315,15 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                     cut_short = remaining and (last is None or last["subtype"] != "error_interrupted")
                     if cut_short or printer.since_result or last is None:
                         state.stop, state.error = "interrupted", _interrupted(stopper)
+                        tail = True
                     break
                 if inbox:
                     sub = inbox.popleft()
                     if isinstance(sub, m.UserTurn):
                         awaiting = handle.submit(sub)
                         if not awaiting:
-                            state.error = "the session stopped before it took the turn"
+                            state.error = _why(explain, "the session stopped before it took the turn")
+                            tail = True
                             break
                     else:
                         _rewind(handle, sub, printer, state)
@@ -329,15 +335,17 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 if stopper.count >= 2 or time.monotonic() - interrupted_at > INTERRUPT_GRACE_S:
                     state.stop = "interrupted"
                     state.error = f"{_interrupted(stopper)}; the turn did not stop in time"
+                    tail = True
                     break
             try:
                 event, line = handle.events.get(timeout=idle_timeout)
             except queue.Empty:
                 if not handle.alive():
                     _drain(handle, printer, state)
-                    if state.in_turn or awaiting or state.stop is None:
+                    if state.in_turn or awaiting:
                         state.stop = "error"
-                        state.error = state.error or "the session stopped unexpectedly"
+                        state.error = state.error or _why(explain, "the session stopped unexpectedly")
+                        tail = True
                     break
                 continue
             if event is None:
@@ -357,10 +365,10 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 last = _write(printer, state)
     except Exception as exc:  # a bug here must still end in a result
         state.stop, state.error = "error", f"cox run failed: {exc}"
-        printer.since_result = True
+        tail = True
     finally:
         stopper.settle()
-        if last is None or printer.since_result:
+        if tail or last is None or printer.since_result:
             last = _write(printer, state)
         if fmt == "text" and last is not None and last.get("session_id"):
             _say(err, f"cox: session {last['session_id']}\n")
@@ -380,6 +388,13 @@ def _write(printer: Printer, state: RunState) -> dict[str, Any]:
         res = state.result()
     state.next_action()
     return res
+
+
+def _why(explain: Callable[[], str | None] | None, fallback: str) -> str:
+    try:
+        return (explain() if explain is not None else None) or fallback
+    except Exception:
+        return fallback
 
 
 def _say(err: IO[str], text: str) -> None:
