@@ -127,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from .commands import cmd_run
 
-            return cmd_run(args, stopper)
+            code = cmd_run(args, stopper)
+            if argv is None:
+                stopper.hold_until_exit()
+            return code
         stopper.restore()
         if stopper.signum is not None:
             return 4

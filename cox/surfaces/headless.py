@@ -340,12 +340,12 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
             try:
                 event, line = handle.events.get(timeout=idle_timeout)
             except queue.Empty:
-                if not handle.alive():
-                    _drain(handle, printer, state)
-                    if state.in_turn or awaiting:
-                        state.stop = "error"
-                        state.error = state.error or _why(explain, "the session stopped unexpectedly")
-                        tail = True
+                if not handle.alive():  # nobody stopped it: whatever it was doing, that is an error
+                    if not handle.events.empty():
+                        continue  # what it said before it went (a turn_done gets its result)
+                    state.stop = "error"
+                    state.error = state.error or _why(explain, "the session stopped unexpectedly")
+                    tail = True
                     break
                 continue
             if event is None:
@@ -370,13 +370,12 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         stopper.settle()
         if tail or last is None or printer.since_result:
             last = _write(printer, state)
+        stopper.exit_code = exit_code(last)
         if fmt == "text" and last is not None and last.get("session_id"):
             _say(err, f"cox: session {last['session_id']}\n")
         if own:
             stopper.restore()
-    code = exit_code(last) if last is not None else EXIT_ERROR
-    stopper.exit_code = code
-    return code
+    return stopper.exit_code
 
 
 def _write(printer: Printer, state: RunState) -> dict[str, Any]:

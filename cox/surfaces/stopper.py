@@ -43,7 +43,8 @@ class Stopper:
         """The first signal received, whatever the phase."""
         self.count = 0
         self.settled_count = 0
-        self.exit_code = 4
+        self.exit_code: int | None = None
+        """Set once the final result is written: what a hanging teardown's second signal exits with."""
         self._previous: dict[int, Any] = {}
         self._pipe: tuple[int, int] | None = None
         self._relay: threading.Thread | None = None
@@ -92,6 +93,16 @@ class Stopper:
         self.phase = SETTLED
         self._stop_relay()
 
+    def hold_until_exit(self) -> None:
+        """The process is about to exit with its result's code. Python's own finalisation puts
+        the default handlers back before the process ends, so a signal then would still kill it
+        (-2, -15); blocking both signals closes that window. Only when no other non-daemon
+        thread is left: one that hangs would make the process deaf to all but SIGKILL, so then
+        the handlers stay (and a second signal exits at once)."""
+        others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        if self._previous and not others:
+            signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
     def _handle(self, signum: int, frame: Any) -> None:
         self.count += 1
         if self.signum is None:
@@ -106,7 +117,7 @@ class Stopper:
                 pass
         elif self.phase == SETTLED:
             self.settled_count += 1
-            if self.settled_count >= 2:
+            if self.settled_count >= 2 and self.exit_code is not None:
                 os._exit(self.exit_code)  # the result is out; a teardown that hangs must not hold the exit
 
     def _relay_loop(self, r: int) -> None:
