@@ -422,3 +422,13 @@ def test_a_signal_between_stream_json_turns_is_an_interrupted_result(tmp_path, w
     assert res["subtype"] == "error_interrupted" and "SIGINT" in res["result"]
     assert proc.wait(60) == 4
     proc.stdin.close()
+
+
+def test_text_mode_an_interrupt_is_a_status_line_and_the_answer_stays_alone_on_stdout(tmp_path, ws):
+    s = script(tmp_path, [{"events": [{"text": "thinking hard"}, {"stall": True}]}])
+    proc = start(["run", "--script", str(s), "-p", "x"], ws)
+    wait_for_handlers(proc)  # text shows nothing before the end: any moment from here is a fair test
+    proc.send_signal(signal.SIGTERM)
+    out, err = finish(proc)
+    assert proc.returncode == 4 and out in ("", "thinking hard\n"), (out, err)
+    assert "cox: interrupted by SIGTERM" in err and "Traceback" not in err
