@@ -17,8 +17,30 @@ sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` 
 ``--plain`` (they sanitise what they draw; the TUI's own escapes must pass) or ``mcp serve``."""
 
 
+EXIT_USAGE = 64  # EX_USAGE: the command line is wrong (2 means "a call was denied" in cox run)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with cox's exit code for a usage error (64, not argparse's 2); its sub-parsers
+    are of this class too."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def at_least_one(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"wants a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cox", description="cox: a coding agent for the terminal, scripts and editors")
+    p = Parser(prog="cox", description="cox: a coding agent for the terminal, scripts and editors")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     p.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
     p.add_argument("--model")
@@ -43,7 +65,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                      help="never (default): a call the policy would ask about is denied")
     run.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
     run.add_argument("--model")
-    run.add_argument("--max-turns", type=int)
+    run.add_argument("--max-turns", type=at_least_one, metavar="N", help="at most N model requests (N >= 1)")
     run.add_argument("--mode", choices=["architect", "editor"],
                      help="architect: plan mode with main turns on the think tier (this flag is the price consent)")
     run.add_argument("--deep", action="store_true", help="the same as --mode architect")
@@ -86,6 +108,14 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Before anything slow is imported: a SIGINT or SIGTERM from here on ends `cox run` with its
+    # result line and exit 4 (other commands get the default handlers back once parsed). As the
+    # process's entry (argv None) the handlers stay until the process exits, so a signal during
+    # teardown cannot turn the result's exit code into -15.
+    from .stopper import Stopper
+
+    stopper = Stopper()
+    stopper.install()
     # cox's threads (provider stream, session, surface) hand each delta along; with CPython's
     # default 5 ms GIL switch interval a thread woken by a message waits up to 5 ms per hop while
     # the stream thread parses a large chunk. 1 ms keeps the first delta on stdout within a few ms.
@@ -98,6 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr = SanitizedStream(stderr)  # type: ignore[assignment]
     try:
         args = _parser(argv).parse_args(argv)
+        if args.command == "run":
+            from .commands import cmd_run
+
+            code = cmd_run(args, stopper)
+            if argv is None:
+                stopper.hold_until_exit()
+            return code
+        stopper.restore()
+        if stopper.signum is not None:
+            return 4
         if args.version:
             from cox import __version__
 
@@ -112,34 +152,33 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         sys.stdout, sys.stderr = stdout, stderr
+        if argv is not None:  # called in-process: leave the caller's handlers as they were
+            stopper.restore()
 
 
 def _dispatch(args: Any) -> int:
     cmd = args.command
-    if cmd == "run":
-        from .commands import cmd_run
-
-        return cmd_run(args)
     if cmd == "demo":
         from .demo.run import cmd_demo
 
         return cmd_demo(args)
     if cmd == "sessions":
-        from .commands import cmd_sessions
+        from .commands import cmd_sessions, reading_store
 
-        return cmd_sessions(args)
+        return reading_store(cmd_sessions, args)
     if cmd == "stats":
+        from .commands import reading_store
         from .stats import run as stats_run
 
-        return stats_run(args)
+        return reading_store(stats_run, args)
     if cmd == "doctor":
         from .doctor import run as doctor_run
 
         return doctor_run(args)
     if cmd == "expand":
-        from .commands import cmd_expand
+        from .commands import cmd_expand, reading_store
 
-        return cmd_expand(args)
+        return reading_store(cmd_expand, args)
     if cmd == "config":
         from .config_cli import run as config_run
 

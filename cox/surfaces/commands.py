@@ -12,6 +12,11 @@ from typing import Any
 
 from cox.actors.store.layout import Layout, cox_home
 
+from .home import home_problem
+
+EXIT_USAGE = 64
+"""A command line that cannot be run as given (argparse's own errors exit 64 too)."""
+
 
 def fail(message: str, code: int = 1) -> int:
     print(f"cox: {message}", file=sys.stderr)
@@ -71,6 +76,9 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     if not cwd.is_dir():
         raise Refused(f"--cwd {cwd} is not a folder")
     home = cox_home()
+    problem = home_problem(home)
+    if problem:
+        raise Refused(problem)
     layout = Layout(home)
     logs.setup(layout.logs, verbose=getattr(args, "verbose", False))
     flags: dict[str, Any] = {}
@@ -83,7 +91,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     try:
         config = _load_config(cwd, home, flags)
     except ConfigError as exc:
-        raise Refused(f"config error: {exc}", 2) from None
+        raise Refused(f"config error: {exc}") from None
     script = getattr(args, "script", None)
     try:
         chosen = choose_provider(config, script, model=getattr(args, "model", None))
@@ -91,7 +99,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     except SetupError as exc:
         raise Refused(str(exc)) from None
     except ValueError as exc:  # a malformed permission rule names itself and its file
-        raise Refused(f"config error: {exc}", 2) from None
+        raise Refused(f"config error: {exc}") from None
     resumed = None
     session_id = None
     if getattr(args, "fork_session", False) and not (getattr(args, "resume", None) or getattr(args, "continue_", False)):
@@ -118,7 +126,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     if settings.preset == "architect" and mode_flag is None and headless:
         raise Refused(f"core.mode = architect (from {config.source('core.mode')}) runs main turns on the think tier, "
                       f"{price_line(chosen.think_model, settings.model_overrides)}; a headless run needs that "
-                      "consent on its command line: pass --mode architect (or --deep)", 2)
+                      "consent on its command line: pass --mode architect (or --deep)", EXIT_USAGE)
     return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed)
 
 
@@ -160,42 +168,129 @@ def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dic
     return {**tools, **resource_tools(manager), **manager.tools()}
 
 
-def cmd_run(args: Any) -> int:
-    from . import headless
-    from .runtime import App
-
+def read_prompt(args: Any) -> str | None:
+    """The prompt ``-p`` names (``-`` reads stdin); an empty or blank one is a usage error."""
     prompt = args.prompt
     if prompt == "-":
         if args.input_format == "stream-json":
-            return fail("-p - reads the prompt from stdin, which --input-format stream-json also needs; pick one", 2)
+            raise Refused("-p - reads the prompt from stdin, which --input-format stream-json also needs; pick one",
+                          EXIT_USAGE)
         prompt = sys.stdin.read()
+        if not prompt.strip():
+            raise Refused("-p - read an empty prompt from stdin; pipe the prompt in, or pass -p TEXT", EXIT_USAGE)
+    elif prompt is not None and not prompt.strip():
+        raise Refused("the prompt is empty; pass -p TEXT (or -p - to read it from stdin)", EXIT_USAGE)
     if prompt is None and args.input_format != "stream-json":
-        return fail("nothing to do: pass -p TEXT (or -p - for stdin, or --input-format stream-json)", 2)
+        raise Refused("nothing to do: pass -p TEXT (or -p - for stdin, or --input-format stream-json)", EXIT_USAGE)
+    return prompt
+
+
+def cmd_run(args: Any, stopper: Any = None) -> int:
+    """``cox run``: every way it ends, start-up failures and signals during start-up included,
+    ends in one result (``headless.refusal`` for those that never reached the session)."""
+    from .stopper import StartupInterrupted, Stopper
+
+    stopper = stopper or Stopper()
+    apps: list[Any] = []
     try:
-        prep = prepare(args, approval_default="never", headless=True)
-    except Refused as exc:
-        return fail(str(exc), exc.code)
-    app = App(prep.home)
-    try:
-        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine, prep.resumed)
-        return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
-                            verbose=args.verbose)
+        try:
+            stopper.starting()
+            return _run_session(args, stopper, apps)
+        except StartupInterrupted as exc:
+            return _refuse(args, stopper, f"interrupted by {exc} before the session started", "interrupted")
     finally:
-        app.close()
+        _close(apps)
+
+
+def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
+    from .headless import refusal
+
+    stopper.settle()
+    code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
+    stopper.exit_code = code
+    return code
+
+
+def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
+    prep: Prepared | None = None
+    try:
+        prompt = read_prompt(args)
+        prep = prepare(args, approval_default="never", headless=True)
+        from .runtime import App
+
+        apps.append(App(prep.home))
+        app = apps[0]
+        store_ready(app)
+        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine, prep.resumed)
+    except Refused as exc:
+        return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
+    except Exception as exc:  # the store could not start (a home the cheap checks let through), or a bug
+        return _refuse(args, stopper, _startup_failure(exc, prep), "error")
+    from . import headless
+
+    home = prep.home
+    return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
+                        verbose=args.verbose, stopper=stopper,
+                        explain=lambda: home_problem(home, deep=True))
+
+
+def store_ready(app: Any) -> None:
+    """Wait until the store has opened cox.db and the rollout folder (an ask it answers only once
+    started: a ``sync`` of no session writes nothing). A store that could not start raises here,
+    at start-up, instead of taking the session down with it after the run began."""
+    store = app.store()
+    if store is None:
+        raise RuntimeError("the store did not start")
+    store.ask(("sync", ""), timeout=30)
+
+
+def _startup_failure(exc: Exception, prep: Prepared | None) -> str:
+    """One line for an exception at start-up: the home's problem when it has one (found by a
+    deeper look than start-up takes), else the exception, with the details in the log."""
+    problem = home_problem(prep.home if prep else cox_home(), deep=True)
+    if problem:
+        return problem
+    import logging
+
+    logging.getLogger("cox.run").exception("start-up failed")
+    return f"the session could not start: {exc} (details in {Layout(cox_home()).logs / 'cox.log'})"
+
+
+def _close(apps: list[Any]) -> None:
+    """Stop what start-up started, even when it was cut short before ``App`` was whole."""
+    try:
+        if apps:
+            apps[0].close()
+        elif "pykka" in sys.modules:
+            from cox.supervisors import shutdown
+
+            shutdown(timeout=10.0)
+    except Exception:  # the result is out; a failing teardown must not change the exit code
+        import logging
+
+        logging.getLogger("cox.run").exception("teardown failed")
 
 
 def cmd_interactive(args: Any) -> int:
     from . import plain
-    from .runtime import App
 
     try:
         prep = prepare(args, approval_default="on-request")
     except Refused as exc:
         return fail(str(exc), exc.code)
-    app = App(prep.home)
+    from .runtime import App
+
     try:
-        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep, interactive=True),
-                                  prep.engine, prep.resumed)
+        app = App(prep.home)
+    except Exception as exc:
+        return fail(_startup_failure(exc, prep))
+    try:
+        try:
+            store_ready(app)
+            handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep, interactive=True),
+                                      prep.engine, prep.resumed)
+        except Exception as exc:
+            return fail(_startup_failure(exc, prep))
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -251,6 +346,21 @@ def _latest_session(layout: Layout, cwd: Path) -> str | None:
     finally:
         conn.close()
     return None
+
+
+def reading_store(command: Any, args: Any) -> int:
+    """Run ``sessions``, ``stats`` or ``expand``: a broken home (a file, read-only, a cox.db that
+    is not a database) is the one line ``home_problem`` says and exit 1, never a traceback."""
+    import sqlite3
+
+    home = cox_home()
+    problem = home_problem(home, create=False)
+    if problem:
+        return fail(problem)
+    try:
+        return int(command(args))
+    except (sqlite3.Error, OSError) as exc:
+        return fail(home_problem(home, create=False, deep=True) or f"cannot read {home}: {exc}")
 
 
 def cmd_sessions(args: Any) -> int:
@@ -339,7 +449,7 @@ def cmd_expand(args: Any) -> int:
             a, _, b = args.lines.partition("-")
             start, end = int(a), int(b or a)
         except ValueError:
-            return fail(f"--lines wants A-B (like 3-80), got {args.lines!r}", 2)
+            return fail(f"--lines wants A-B (like 3-80), got {args.lines!r}", EXIT_USAGE)
         parts = data.split(b"\n")
         lines = [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
         data = b"".join(lines[max(start, 1) - 1 : end])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,10 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
     env = dict(os.environ) if env is None else env
     rows: list[tuple[str, str, str]] = []
     home = cox_home(env)
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        # Exclusive and randomly named (mkstemp): a link left at a fixed name is never written through.
-        fd, probe = tempfile.mkstemp(dir=home, prefix=".doctor-probe-")
-        os.close(fd)
-        os.unlink(probe)
-        rows.append(("ok", "cox home", str(home)))
-    except OSError as exc:
-        rows.append(("fail", "cox home", f"{home} is not writable ({exc.strerror}); set COX_HOME to a folder you own"))
+    from .home import home_problem
+
+    problem = home_problem(home, deep=True)  # the doctor may take the time to read cox.db
+    rows.append(("fail", "cox home", problem) if problem else ("ok", "cox home", str(home)))
     from cox.config import ConfigError, load_config
     from cox.policy.sanitize import sanitize
 

@@ -229,7 +229,8 @@ def test_bad_project_config_is_a_clear_error(tmp_path, ws):
     (ws / ".cox" / "config.toml").write_text("[core]\nmodle = 'x'\n")
     s = script(tmp_path, [{"text": "x"}])
     p = cox(["run", "--script", str(s), "-p", "x"], ws)
-    assert p.returncode == 2 and "modle" in p.stderr and "config.toml" in p.stderr and "Traceback" not in p.stderr
+    # a config error is an error (1): 2 means a call was denied
+    assert p.returncode == 1 and "modle" in p.stderr and "config.toml" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_demo_runs_offline_and_says_where_the_rollout_is(tmp_path, cox_home):
@@ -285,7 +286,8 @@ def test_expand_prints_the_whole_archived_output_or_a_slice(tmp_path, ws):
 def test_architect_from_config_alone_is_refused_headless(tmp_path, ws):
     s = script(tmp_path, [{"text": "ok"}])
     p = cox(["run", "--script", str(s), "-p", "x"], ws, env_extra={"COX_CORE_MODE": "architect"})
-    assert p.returncode == 2 and "--mode architect" in p.stderr and "Traceback" not in p.stderr
+    # the consent is missing from the command line: a usage error
+    assert p.returncode == 64 and "--mode architect" in p.stderr and "Traceback" not in p.stderr
     s = script(tmp_path, [{"text": "ok"}])
     p = cox(["run", "--script", str(s), "-p", "x", "--mode", "architect", "--output-format", "stream-json"], ws,
             env_extra={"COX_CORE_MODE": "architect"})

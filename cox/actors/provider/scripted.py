@@ -71,7 +71,59 @@ def load_script(source: str | Path | dict[str, Any]) -> dict[str, Any]:
             raise ScriptError(f"model script {path} is not JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(script, dict) or not isinstance(script.get("replies"), list):
         raise ScriptError('a model script is an object with a "replies" list')
+    where = f"model script {source}" if not isinstance(source, dict) else "the model script"
+    _check_keys(script, SCRIPT_KEYS, where)
+    for n, reply in enumerate(script["replies"], start=1):
+        check_reply(reply, f"{where}, reply #{n}")
     return script
+
+
+# What a script may say. A key outside these is a typo the replay would otherwise skip silently
+# (a reply whose "txt" says nothing), so it is refused with its place named.
+SCRIPT_KEYS = {"model", "replies"}
+REPLY_KEYS = {"thinking", "signature", "text", "tool_calls", "stop", "usage", "chunk", "delay_ms",
+              "delta_delay_ms", "events", "error"}
+STEP_KEYS = {"text": {"text", "repeat"}, "thinking": {"thinking", "signature"}, "tool_call": {"tool_call"},
+             "tool_call_raw": {"tool_call_raw"}, "delay_ms": {"delay_ms"}, "stall": {"stall"},
+             "error": {"error"}, "crash": {"crash"}}
+CALL_KEYS = {"id", "name", "input"}
+RAW_CALL_KEYS = {"id", "name", "partial_json"}
+ERROR_KEYS = {"message", "status", "retryable", "retry_after", "context_overflow"}
+USAGE_KEYS = {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+
+
+def _check_keys(obj: Any, known: set[str], where: str) -> None:
+    if not isinstance(obj, dict):
+        raise ScriptError(f"{where} is not an object: {json.dumps(obj)[:80]}")
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise ScriptError(f"{where} has an unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+
+
+def check_reply(reply: Any, where: str) -> None:
+    """Refuse a reply (and its steps, tool calls, error and usage) holding a key cox does not
+    know, naming the reply, the step and the key."""
+    _check_keys(reply, REPLY_KEYS, where)
+    if "error" in reply:
+        _check_keys(reply["error"], ERROR_KEYS, f"{where}, its error")
+    if "usage" in reply:
+        _check_keys(reply["usage"], USAGE_KEYS, f"{where}, its usage")
+    for i, call in enumerate(reply.get("tool_calls") or [], start=1):
+        _check_keys(call, CALL_KEYS, f"{where}, tool call #{i}")
+    for i, step in enumerate(reply.get("events") or [], start=1):
+        at = f"{where}, step #{i}"
+        if not isinstance(step, dict):
+            raise ScriptError(f"{at} is not an object: {json.dumps(step)[:80]}")
+        kind = next((k for k in STEP_KEYS if k in step), None)
+        if kind is None:
+            raise ScriptError(f"{at} has no known step ({', '.join(STEP_KEYS)}): {json.dumps(step)[:80]}")
+        _check_keys(step, STEP_KEYS[kind], at)
+        if kind == "tool_call":
+            _check_keys(step["tool_call"], CALL_KEYS, f"{at}, its tool_call")
+        elif kind == "tool_call_raw":
+            _check_keys(step["tool_call_raw"], RAW_CALL_KEYS, f"{at}, its tool_call_raw")
+        elif kind == "error":
+            _check_keys(step["error"], ERROR_KEYS, f"{at}, its error")
 
 
 class ScriptedProvider:
