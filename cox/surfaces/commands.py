@@ -12,10 +12,8 @@ from typing import Any
 
 from cox.actors.store.layout import Layout, cox_home
 
+from .cli import EXIT_USAGE
 from .home import home_problem
-
-EXIT_USAGE = 64
-"""A command line that cannot be run as given (argparse's own errors exit 64 too)."""
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -103,7 +101,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     resumed = None
     session_id = None
     if getattr(args, "fork_session", False) and not (getattr(args, "resume", None) or getattr(args, "continue_", False)):
-        raise Refused("--fork-session copies a stored session: pass it with --resume ID or --continue", 2)
+        raise Refused("--fork-session copies a stored session: pass it with --resume ID or --continue", EXIT_USAGE)
     if getattr(args, "resume", None) or getattr(args, "continue_", False):
         from cox.actors.session.resume import rebuild
         from cox.actors.store.rollout import read_rollout
