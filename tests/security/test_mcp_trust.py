@@ -62,7 +62,7 @@ def cox_on_terminal(attack: Attack, *args: str, keys: str) -> tuple[int, str]:
     try:
         pty.type(keys)
         code = pty.proc.wait(90)
-        return code, pty.text
+        return code, pty.drain()
     finally:
         pty.close()
 

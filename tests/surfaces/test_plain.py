@@ -100,6 +100,12 @@ class Pty:
         raise AssertionError(f"never printed {what!r}:\n{self.text}\n--- stderr:\n"
                              f"{self.proc.stderr.read().decode() if self.proc.poll() is not None and self.proc.stderr else ''}")
 
+    def drain(self, timeout: float = 30.0) -> str:
+        """Everything the exited program printed: the reader ends at the terminal's EOF, which
+        may come a little after the exit (only a hang reaches the bound)."""
+        self._reader.join(timeout)
+        return self.text
+
     def close(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()

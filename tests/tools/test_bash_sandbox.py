@@ -35,8 +35,9 @@ def box(tmp_path: Path):
     cox_home = tmp_path / "coxhome"
     cox_home.mkdir()
     (cox_home / "config.toml").write_text("# mine\n")
-    tmp = SessionTmp("test")
-    yield {"ws": ws, "home": home, "cox_home": cox_home, "tmp": tmp}
+    sid = f"t{secrets.token_hex(5)}"  # this test's own: other workers make session tmps at the same time
+    tmp = SessionTmp(sid)
+    yield {"ws": ws, "home": home, "cox_home": cox_home, "tmp": tmp, "sid": sid}
     tmp.remove()
 
 
@@ -181,7 +182,7 @@ def test_tmp_is_private_to_the_session_and_removed_with_it(box):
     assert not session.exists()
     assert box["tmp"].path() is None, "a call finishing after the session ended makes no new folder"
     r = run(env_of(box), "echo late > /tmp/late; cat /tmp/late")
-    assert "late" in r.visible and not list(Path(tempfile.gettempdir()).glob("cox-tmp-test-*"))
+    assert "late" in r.visible and not list(Path(tempfile.gettempdir()).glob(f"cox-tmp-{box['sid']}-*"))
 
 
 @needs_sandbox
