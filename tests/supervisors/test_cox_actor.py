@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import queue
 import threading
 import time
 from typing import Any
@@ -34,15 +36,13 @@ def start_linked(cls: type[CoxActor], *args: Any) -> tuple[pykka.ActorRef[Any], 
 
 def test_the_pykka_internals_cox_actor_overrides_still_exist() -> None:
     """A pykka upgrade that renames these would silently switch supervision off."""
-    for name in (
-        "_actor_loop",
-        "_actor_loop_setup",
-        "_actor_loop_running",
-        "_actor_loop_teardown",
-        "_handle_receive",
-        "_handle_failure",
-    ):
+    for name in ("_actor_loop", "_handle_receive", "_handle_failure", "_stop"):
         assert callable(getattr(pykka.Actor, name)), name
+    assert callable(pykka.ThreadingActor._create_actor_inbox)
+    assert isinstance(pykka.ThreadingActor._create_actor_inbox(), queue.Queue)  # _Inbox's base
+    assert isinstance(pykka.messages._ActorStop(), object)
+    # pykka's _stop reports a failing on_stop through _handle_failure (CoxActor records it there).
+    assert "_handle_failure" in inspect.getsource(pykka.Actor._stop)
 
 
 @pytest.mark.parametrize("exc", BASE_EXCEPTIONS, ids=lambda e: type(e).__name__)
