@@ -13,6 +13,17 @@ import pytest
 from tests.waits import BOUND_S, join_new_threads
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """End what a failed teardown left: the tmux servers this run started (by this run's id only)."""
+    import sys
+
+    tmux = sys.modules.get("tests.tui.tmux")
+    if tmux is not None:
+        left = tmux.sweep()
+        if left:
+            print(f"\nkilled {len(left)} tmux servers the tests left running: {left}", file=sys.stderr)
+
+
 @pytest.fixture(autouse=True)
 def cox_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "cox-home"
