@@ -13,7 +13,6 @@ import io
 import json
 import logging
 import os
-import queue
 import random
 import signal
 import subprocess
@@ -42,7 +41,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
 SESSIONS = int(os.environ.get("COX_CHAOS_SESSIONS", "200"))
 VICTIMS = ("ProviderStreamActor", "ToolCallActor")
 LOGGING_DIR = os.path.dirname(logging.__file__)
-LOCKING = {threading.__file__, queue.__file__}
 
 
 class ChaosKill(SystemExit):
@@ -50,11 +48,10 @@ class ChaosKill(SystemExit):
 
 
 def _unsafe_to_interrupt(ident: int) -> bool:
-    """True while the thread is inside ``Popen.__init__``, an import, ``logging``, ``threading``
-    or ``queue``. An exception injected in the first leaves a child whose pid nobody ever learns;
-    in the others it can land between a lock's acquire and the ``with``/``try`` that releases it
-    (the import lock, a handler's lock, a ``Condition`` of an ``Event``, a queue or a pykka
-    future), and whoever takes that lock next deadlocks. Only an
+    """True while the thread is inside ``Popen.__init__``, an import or ``logging``. An exception
+    injected in the first leaves a child whose pid nobody ever learns; in the others it can land
+    between a lock's acquire and the ``with``/``try`` that releases it (the import lock, a
+    handler's lock), and every later import or log line in the process deadlocks. Only an
     asynchronous exception can do that — a real crash is raised by code, never from inside
     CPython's fork/exec or a library's lock bookkeeping — so the schedule waits. Everywhere else
     (cox's code, pykka, waits, the actor runtime's own failure handling) is fair game."""
@@ -63,7 +60,7 @@ def _unsafe_to_interrupt(ident: int) -> bool:
         code = frame.f_code
         if code.co_filename == subprocess.__file__ and code.co_name in ("__init__", "_execute_child"):
             return True
-        if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)) or code.co_filename in LOCKING:
+        if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)):
             return True
         frame = frame.f_back
     return False
