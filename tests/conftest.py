@@ -4,11 +4,24 @@ or thread may outlive its test."""
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pykka
 import pytest
+
+from tests.waits import BOUND_S, join_new_threads
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """End what a failed teardown left: the tmux servers this run started (by this run's id only)."""
+    import sys
+
+    tmux = sys.modules.get("tests.tui.tmux")
+    if tmux is not None:
+        left = tmux.sweep()
+        if left:
+            print(f"\nkilled {len(left)} tmux servers the tests left running: {left}", file=sys.stderr)
 
 
 @pytest.fixture(autouse=True)
@@ -22,20 +35,19 @@ def cox_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_actors():
-    before = threading.active_count()
+def no_leaked_actors() -> Iterator[None]:
+    """Stop what the test left running, then wait for its threads to end: each wait is for an
+    event, bounded only so that a hang fails (``tests/waits.py``) — a busy machine never trips it."""
+    before = set(threading.enumerate())
     yield
     try:
-        pykka.ActorRegistry.stop_all(block=True, timeout=5)
+        pykka.ActorRegistry.stop_all(block=True, timeout=BOUND_S)
     except pykka.Timeout:
         import faulthandler
         import sys
 
-        print("an actor did not stop within 5 s; every thread's stack:", file=sys.stderr)
+        print(f"an actor did not stop within {BOUND_S:g} s; every thread's stack:", file=sys.stderr)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         raise
-    deadline = time.monotonic() + 5
-    while threading.active_count() > before and time.monotonic() < deadline:
-        time.sleep(0.01)
-    leaked = [t.name for t in threading.enumerate()][before:]
-    assert threading.active_count() <= before, f"threads leaked by the test: {leaked}"
+    leaked = join_new_threads(before)
+    assert not leaked, f"threads leaked by the test: {leaked}"

@@ -18,6 +18,7 @@ from cox.policy.permission import Engine
 from cox.protocol import messages as m
 from cox.protocol.types import ApprovalPolicy, PermissionMode, new_ulid
 from cox.surfaces.runtime import App, SessionHandle
+from tests.waits import BOUND_S
 
 React = Callable[[Any, SessionHandle, "Run"], None]
 
@@ -41,7 +42,7 @@ def run_session(workspace: Path, home: Path, replies: list[dict[str, Any]], prom
                 allow: list[str] | None = None, ask: list[str] | None = None, deny: list[str] | None = None,
                 mode: PermissionMode = PermissionMode.DEFAULT, policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST,
                 react: React | None = None, tools: dict[str, Any] | None = None, max_turns: int = 20,
-                turns: int | None = None, timeout: float = 20.0, app: App | None = None,
+                turns: int | None = None, timeout: float = BOUND_S, app: App | None = None,
                 resumed: Any = None, session_id: str | None = None, budget_usd: float | None = None,
                 hooks: Any = None, deferred: dict[str, Any] | None = None, **settings_extra: Any) -> Run:
     prompts = [prompts] if isinstance(prompts, str) else prompts

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import io
 import json
+import logging
 import os
 import random
 import signal
@@ -33,32 +34,40 @@ from cox.protocol.types import ApprovalPolicy, new_ulid
 from cox.surfaces import headless
 from cox.surfaces.runtime import App
 from tests.harness import Run, check_invariants
+from tests.waits import BOUND_S
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
 
 SESSIONS = int(os.environ.get("COX_CHAOS_SESSIONS", "200"))
 VICTIMS = ("ProviderStreamActor", "ToolCallActor")
+LOGGING_DIR = os.path.dirname(logging.__file__)
 
 
 class ChaosKill(SystemExit):
     """Injected into a victim thread; CoxActor turns it into an ordinary failure."""
 
 
-def _starting_a_process(ident: int) -> bool:
-    """True while the thread is inside ``Popen.__init__``. An exception injected there leaves a
-    child whose pid nobody ever learns — something only an asynchronous exception can do (a
-    real crash is raised by code, never from inside CPython's fork/exec), so the schedule waits."""
+def _unsafe_to_interrupt(ident: int) -> bool:
+    """True while the thread is inside ``Popen.__init__``, an import or ``logging``. An exception
+    injected in the first leaves a child whose pid nobody ever learns; in the others it can land
+    between a lock's acquire and the ``with``/``try`` that releases it (the import lock, a
+    handler's lock), and every later import or log line in the process deadlocks. Only an
+    asynchronous exception can do that — a real crash is raised by code, never from inside
+    CPython's fork/exec or a library's lock bookkeeping — so the schedule waits. Everywhere else
+    (cox's code, pykka, waits, the actor runtime's own failure handling) is fair game."""
     frame = sys._current_frames().get(ident)
     while frame is not None:
         code = frame.f_code
         if code.co_filename == subprocess.__file__ and code.co_name in ("__init__", "_execute_child"):
+            return True
+        if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)):
             return True
         frame = frame.f_back
     return False
 
 
 def _inject(thread: threading.Thread) -> bool:
-    if thread.ident is None or not thread.is_alive() or _starting_a_process(thread.ident):
+    if thread.ident is None or not thread.is_alive() or _unsafe_to_interrupt(thread.ident):
         return False
     n = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ChaosKill))
     return n == 1
@@ -172,15 +181,16 @@ def test_chaos_sessions_keep_their_invariants(tmp_path: Path, cox_home: Path) ->
                 break
     finally:
         stop.set()
-        killer.join(5)
+        killer.join(BOUND_S)
         app.close()
     assert not failures, f"chaos seed {seed} (rerun with COX_CHAOS_SEED={seed}): {failures}; kills: {kills[-10:]}"
-    pykka.ActorRegistry.stop_all(timeout=5)
-    deadline = time.monotonic() + 5
+    pykka.ActorRegistry.stop_all(timeout=BOUND_S)
+    deadline = time.monotonic() + BOUND_S
     while (threading.active_count() > threads_before or set(_children()) - children_before) \
             and time.monotonic() < deadline:
         time.sleep(0.02)
     assert threading.active_count() <= threads_before, f"seed {seed}: threads leaked"
     leaked = set(_children()) - children_before
     assert not leaked, f"seed {seed}: child processes leaked: {[_describe(pid) for pid in leaked]}"
-    assert len(kills) > 0, f"seed {seed}: the schedule killed nothing"
+    assert any(not k.startswith("pid ") for k in kills), f"seed {seed}: the schedule killed no actor thread"
+    assert any(k.startswith("pid ") for k in kills), f"seed {seed}: the schedule killed no process"

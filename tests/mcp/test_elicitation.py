@@ -30,6 +30,7 @@ from cox.protocol.types import PermissionMode, ToolCall, ToolStatus
 from cox.supervisors import CancelScope
 from cox.surfaces.runtime import App
 from tests.harness import run_session
+from tests.waits import BOUND_S
 
 SERVER = Path(__file__).parent / "servers" / "elicitserver.py"
 FAST = Backoff(initial_s=0.05, max_s=0.5, reset_after_s=1.0)
@@ -71,7 +72,7 @@ def answers(tmp_path: Path) -> list[Any]:
     return [line if line == "cancelled" else json.loads(line) for line in path.read_text().splitlines()]
 
 
-def wait_for(check: Any, timeout: float = 10.0) -> None:
+def wait_for(check: Any, timeout: float = BOUND_S) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

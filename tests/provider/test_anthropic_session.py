@@ -19,6 +19,7 @@ from cox.protocol import messages as m
 from cox.protocol.types import PermissionMode, new_ulid
 from cox.surfaces.runtime import App
 from tests.provider.loopback import Loopback, Reply, sse
+from tests.waits import BOUND_S
 
 
 def message(blocks: list[dict[str, Any]], stop: str, *, cache_read: int = 0, cache_write: int = 0) -> list[bytes]:
@@ -51,7 +52,7 @@ def message(blocks: list[dict[str, Any]], stop: str, *, cache_read: int = 0, cac
     return sse(events)
 
 
-def run_turns(api: Loopback, ws: Path, home: Path, prompts: list[str], timeout: float = 20.0) -> list[Any]:
+def run_turns(api: Loopback, ws: Path, home: Path, prompts: list[str], timeout: float = BOUND_S) -> list[Any]:
     provider = AnthropicProvider("claude-test", api_key="sk-test", base_url=api.url)
     engine = Engine.compile([], [], [], home=home, roots=[ws])
     settings = SessionSettings(session_id=new_ulid(), cwd=ws, roots=[ws], model="claude-test",

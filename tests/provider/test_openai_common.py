@@ -43,6 +43,7 @@ from cox.supervisors import CancelScope
 from cox.surfaces.runtime import App
 from tests.harness import Run, check_invariants
 from tests.provider.loopback import Loopback, Reply, sse
+from tests.waits import BOUND_S
 
 # -- running an adapter ------------------------------------------------------------------------
 
@@ -290,7 +291,7 @@ def test_missing_key_fails_before_any_request(make):
 
 
 def run_turn(workspace: Path, home: Path, provider: OpenAIResponsesProvider | OpenAIChatProvider, prompt: str,
-             timeout: float = 20.0) -> Run:
+             timeout: float = BOUND_S) -> Run:
     """One user turn through a real App/session (real tools, store and permission engine) with
     ``provider`` talking to the loopback server; edits are allowed without asking."""
     engine = Engine.compile([], [], [], home=home, roots=[workspace])

@@ -14,9 +14,10 @@ from cox.policy.permission import Engine
 from cox.protocol import messages as m
 from cox.protocol.types import PermissionMode, new_ulid
 from cox.surfaces.runtime import App
+from tests.waits import BOUND_S
 
 
-def _events_until(handle, kind: str, timeout: float = 20.0) -> list:
+def _events_until(handle, kind: str, timeout: float = BOUND_S) -> list:
     out = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

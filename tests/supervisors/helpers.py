@@ -11,9 +11,10 @@ from typing import Any
 import pykka
 
 from cox.supervisors import ChildSpec, CoxActor, Exit, Restart
+from tests.waits import BOUND_S
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 2.0) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float = BOUND_S) -> bool:
     """Poll ``predicate`` until it is truthy or ``timeout`` passes; every wait in these tests
     is bounded."""
     deadline = time.monotonic() + timeout
@@ -75,6 +76,6 @@ class ExitLog:
         self.exits.append(exit_)
         self.event.set()
 
-    def wait(self, timeout: float = 2.0) -> Exit:
+    def wait(self, timeout: float = BOUND_S) -> Exit:
         assert self.event.wait(timeout), "no exit reported"
         return self.exits[0]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import queue
 import threading
 import time
 from typing import Any
@@ -11,10 +13,11 @@ import pykka
 import pytest
 
 from cox.supervisors import ActorCrash, CoxActor, ExitKind, spawn_linked
+from tests.waits import BOUND_S
 
 from .helpers import ExitLog, Plain, Worker, wait_until
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(300)  # only a hang: waits inside are bounded by BOUND_S
 
 BASE_EXCEPTIONS = [
     asyncio.CancelledError(),
@@ -34,15 +37,13 @@ def start_linked(cls: type[CoxActor], *args: Any) -> tuple[pykka.ActorRef[Any], 
 
 def test_the_pykka_internals_cox_actor_overrides_still_exist() -> None:
     """A pykka upgrade that renames these would silently switch supervision off."""
-    for name in (
-        "_actor_loop",
-        "_actor_loop_setup",
-        "_actor_loop_running",
-        "_actor_loop_teardown",
-        "_handle_receive",
-        "_handle_failure",
-    ):
+    for name in ("_actor_loop", "_handle_receive", "_handle_failure", "_stop"):
         assert callable(getattr(pykka.Actor, name)), name
+    assert callable(pykka.ThreadingActor._create_actor_inbox)
+    assert isinstance(pykka.ThreadingActor._create_actor_inbox(), queue.Queue)  # _Inbox's base
+    assert isinstance(pykka.messages._ActorStop(), object)
+    # pykka's _stop reports a failing on_stop through _handle_failure (CoxActor records it there).
+    assert "_handle_failure" in inspect.getsource(pykka.Actor._stop)
 
 
 @pytest.mark.parametrize("exc", BASE_EXCEPTIONS, ids=lambda e: type(e).__name__)
@@ -55,8 +56,8 @@ def test_base_exception_in_tell_handler_fails_only_that_actor(exc: BaseException
     assert exit_.kind is ExitKind.FAILURE
     assert isinstance(exit_.error, ActorCrash) and exit_.error.original is exc
     assert not victim.is_alive()
-    assert bystander.ask("ping", timeout=1) == "pong"
-    assert cox_bystander.ask("ping", timeout=1) == "pong"
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
+    assert cox_bystander.ask("ping", timeout=BOUND_S) == "pong"
 
 
 @pytest.mark.parametrize("exc", BASE_EXCEPTIONS, ids=lambda e: type(e).__name__)
@@ -64,10 +65,10 @@ def test_base_exception_in_ask_handler_goes_to_the_caller(exc: BaseException) ->
     bystander = Plain.start()
     ref, exits = start_linked(Worker, "w")
     with pytest.raises(ActorCrash) as info:
-        ref.ask(("raise", exc), timeout=1)
+        ref.ask(("raise", exc), timeout=BOUND_S)
     assert info.value.original is exc
-    assert ref.ask("ping", timeout=1) == "pong"
-    assert bystander.ask("ping", timeout=1) == "pong"
+    assert ref.ask("ping", timeout=BOUND_S) == "pong"
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
     assert not exits.exits
 
 
@@ -100,8 +101,8 @@ def test_exception_in_on_start_stops_the_actor_answers_pending_asks_and_is_repor
     assert exit_.error is exc
     assert wait_until(lambda: not ref.is_alive())
     with pytest.raises(pykka.ActorDeadError):
-        pending.get(timeout=1)  # answered, not left hanging
-    assert bystander.ask("ping", timeout=1) == "pong"
+        pending.get(timeout=BOUND_S)  # answered, not left hanging
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
 
 
 class BadStop(CoxActor):
@@ -121,12 +122,12 @@ def test_exception_in_on_stop_still_stops_and_reports_a_failure(exc: BaseExcepti
     bystander = Plain.start()
     calls: list[str] = []
     ref, exits = start_linked(BadStop, exc, calls)
-    assert ref.stop(timeout=1) is True
+    assert ref.stop(timeout=BOUND_S) is True
     exit_ = exits.wait()
     assert exit_.kind is ExitKind.FAILURE
     assert exit_.error is exc or (isinstance(exit_.error, ActorCrash) and exit_.error.original is exc)
     assert calls == ["on_stop"]
-    assert bystander.ask("ping", timeout=1) == "pong"
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
 
 
 class BadFailureHook(Worker):
@@ -144,15 +145,15 @@ def test_base_exception_in_on_failure_still_tears_down_and_reports() -> None:
     assert exit_.kind is ExitKind.FAILURE
     assert isinstance(exit_.error, RuntimeError)  # the first failure is the reason
     with pytest.raises(pykka.ActorDeadError):
-        pending.get(timeout=1)
-    assert bystander.ask("ping", timeout=1) == "pong"
+        pending.get(timeout=BOUND_S)
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
 
 
 def test_normal_stop_is_reported_exactly_once() -> None:
     ref, exits = start_linked(Worker, "w")
-    ref.stop(timeout=1)
+    ref.stop(timeout=BOUND_S)
     assert exits.wait().kind is ExitKind.NORMAL
-    ref.stop(timeout=1)  # stopping a dead actor again reports nothing more
+    ref.stop(timeout=BOUND_S)  # stopping a dead actor again reports nothing more
     time.sleep(0.05)
     assert len(exits.exits) == 1
 
@@ -193,8 +194,8 @@ def test_only_the_first_actor_constructed_takes_the_link() -> None:
         first = Worker.start("first")
         second = Worker.start("second")
     assert link.urn == first.actor_urn
-    second.stop(timeout=1)
-    first.stop(timeout=1)
+    second.stop(timeout=BOUND_S)
+    first.stop(timeout=BOUND_S)
     assert exits.wait().urn == first.actor_urn
     time.sleep(0.05)
     assert len(exits.exits) == 1

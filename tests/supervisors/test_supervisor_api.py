@@ -20,10 +20,11 @@ from cox.supervisors import (
     start_supervisor,
     whereis,
 )
+from tests.waits import BOUND_S
 
 from .helpers import Worker, spec, wait_until
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(300)  # only a hang: waits inside are bounded by BOUND_S
 
 
 def test_names_are_stable_across_restarts() -> None:
@@ -35,7 +36,7 @@ def test_names_are_stable_across_restarts() -> None:
     assert wait_until(lambda: (r := mcp.whereis("github")) is not None and r is not old)
     new = mcp.whereis("github")
     assert new is not None and whereis("root/mcp/github") is new
-    assert new.ask("ping", timeout=1) == "pong"
+    assert new.ask("ping", timeout=BOUND_S) == "pong"
     assert whereis("root/mcp") is mcp.ref
 
 
@@ -43,7 +44,7 @@ def test_handle_ask_follows_a_child_across_its_restart() -> None:
     root = start_supervisor("root", children=[spec("w")])
     root.tell("w", "crash")
     # The ask is queued behind the crash; it is not processed, so it is retried on the new actor.
-    assert root.ask("w", "ping", timeout=2) == "pong"
+    assert root.ask("w", "ping", timeout=BOUND_S) == "pong"
 
 
 def test_handle_ask_times_out_when_the_child_does_not_come_back() -> None:
@@ -116,7 +117,7 @@ def test_a_supervisor_whose_initial_child_fails_to_start_reports_why() -> None:
 
 def test_a_stopped_supervisor_refuses_requests() -> None:
     root = start_supervisor("root", children=[spec("a")])
-    assert root.stop(timeout=2) is True
+    assert root.stop(timeout=BOUND_S) is True
     assert not root.is_alive() and root.whereis("a") is None and root.which_children() == []
     with pytest.raises(SupervisorNotRunning):
         root.start_child(spec("b"))
@@ -127,7 +128,7 @@ def test_stop_all_on_a_live_tree_stops_everything() -> None:
     without hanging or leaking (the autouse fixture checks the threads)."""
     root = start_supervisor("root", children=[spec(n) for n in "abcde"])
     start_supervisor("mcp", parent=root, children=[spec(n) for n in "xyz"])
-    pykka.ActorRegistry.stop_all(timeout=5)
+    pykka.ActorRegistry.stop_all(timeout=BOUND_S)
     assert wait_until(lambda: not pykka.ActorRegistry.get_all())
 
 
@@ -135,7 +136,7 @@ def test_shutdown_stops_the_tree_top_down_without_restarts() -> None:
     starts: Counter[str] = Counter()
     root = start_supervisor("root", children=[spec(n, starts) for n in "abc"])
     start_supervisor("mcp", parent=root, children=[spec("x", starts)])
-    shutdown(timeout=5)
+    shutdown(timeout=BOUND_S)
     assert starts == Counter(a=1, b=1, c=1, x=1)
     assert not pykka.ActorRegistry.get_all()
     assert not root.is_alive()
@@ -156,7 +157,7 @@ def test_children_know_their_supervisor_path() -> None:
 def test_the_registry_wait_wakes_on_publish() -> None:
     root = start_supervisor("root")
     found: list[pykka.ActorRef[Any] | None] = []
-    t = threading.Thread(target=lambda: found.append(root.whereis("late", timeout=2)))
+    t = threading.Thread(target=lambda: found.append(root.whereis("late", timeout=BOUND_S)))
     t.start()
     root.start_child(spec("late"))
     t.join(3)

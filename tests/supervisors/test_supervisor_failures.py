@@ -23,10 +23,11 @@ from cox.supervisors import (
     start_supervisor,
     supervisor_spec,
 )
+from tests.waits import BOUND_S
 
 from .helpers import Plain, Worker, spec, wait_until
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(300)  # only a hang: waits inside are bounded by BOUND_S
 
 
 def crash(ref: pykka.ActorRef[Any] | None) -> None:
@@ -63,7 +64,7 @@ def test_intensity_exceeded_escalates_to_the_parent_which_restarts_the_subtree()
     assert wait_until(lambda: (r := sub.ref) is not None and r.actor_urn != first_sub.actor_urn)
     assert not first_sub.is_alive()
     assert wait_until(lambda: sub.whereis("srv") is not None)
-    assert sub.whereis("srv").ask("ping", timeout=1) == "pong"  # type: ignore[union-attr]
+    assert sub.whereis("srv").ask("ping", timeout=BOUND_S) == "pong"  # type: ignore[union-attr]
     assert starts["srv"] == 3  # the new supervisor started it afresh
     assert root.which_children()[0]["restarts"] == 1
     assert root.which_children()[0]["last_exit"] == "failure"
@@ -81,7 +82,7 @@ def test_intensity_exceeded_at_the_root_calls_on_escalate() -> None:
         "root", max_restarts=2, period_s=5.0, children=[spec("w")], on_escalate=on_escalate
     )
     for _ in range(3):
-        old = root.whereis("w", timeout=1)
+        old = root.whereis("w", timeout=BOUND_S)
         crash(old)
         assert wait_until(replaced(root, "w", old, unless=done))
     assert done.wait(2)
@@ -97,7 +98,7 @@ def test_restarts_outside_the_period_do_not_add_up() -> None:
         "root", max_restarts=1, period_s=0.1, children=[spec("w")], on_escalate=escalated.append
     )
     for _ in range(3):
-        old = root.whereis("w", timeout=1)
+        old = root.whereis("w", timeout=BOUND_S)
         crash(old)
         assert wait_until(replaced(root, "w", old))
         time.sleep(0.15)
@@ -130,7 +131,7 @@ def test_shutdown_timeout_is_honoured_when_a_child_blocks_in_on_stop() -> None:
         # The same when the whole supervisor stops: it notes the laggard and moves on.
         root.start_child(ChildSpec("slow2", lambda: SlowToStop.start(release), shutdown_timeout=0.2))
         t0 = time.monotonic()
-        assert root.stop(timeout=2) is True
+        assert root.stop(timeout=BOUND_S) is True
         assert time.monotonic() - t0 < 1.0
     finally:
         release.set()
@@ -140,8 +141,8 @@ def test_watchdog_detects_a_child_that_died_without_reporting() -> None:
     root = start_supervisor("root", children=[ChildSpec("plain", Plain.start)], watchdog_s=0.02)
     old = root.whereis("plain")
     assert old is not None
-    old.stop(timeout=1)  # a plain pykka actor tells nobody
-    assert wait_until(lambda: (r := root.whereis("plain")) is not None and r is not old, 2.0)
+    old.stop(timeout=BOUND_S)  # a plain pykka actor tells nobody
+    assert wait_until(lambda: (r := root.whereis("plain")) is not None and r is not old, BOUND_S)
     assert root.which_children()[0]["last_exit"] == "killed"
 
 
@@ -156,7 +157,7 @@ def test_watchdog_gives_a_reporting_child_a_grace_period_then_declares_it_killed
     root = start_supervisor("root", children=[ChildSpec("mute", Mute.start)], watchdog_s=0.02)
     old = root.whereis("mute")
     crash(old)
-    assert wait_until(lambda: (r := root.whereis("mute")) is not None and r is not old, 2.0)
+    assert wait_until(lambda: (r := root.whereis("mute")) is not None and r is not old, BOUND_S)
     assert root.which_children()[0]["last_exit"] == "killed"
 
 
@@ -164,9 +165,9 @@ def test_a_lookup_that_finds_a_dead_child_wakes_the_watchdog() -> None:
     root = start_supervisor("root", children=[ChildSpec("plain", Plain.start)], watchdog_s=60)
     old = root.whereis("plain")
     assert old is not None
-    old.stop(timeout=1)
+    old.stop(timeout=BOUND_S)
     t0 = time.monotonic()
-    new = root.whereis("plain", timeout=2.0)
+    new = root.whereis("plain", timeout=BOUND_S)
     assert new is not None and new is not old
     assert time.monotonic() - t0 < 1.0
 
@@ -195,7 +196,7 @@ def test_backoff_delays_the_restart_and_does_not_count_towards_intensity() -> No
         crash(root.whereis("srv"))
         assert wait_until(lambda: root.which_children()[0]["state"] == "restarting")
         assert root.whereis("srv") is None
-        assert root.whereis("srv", timeout=2.0) is not None
+        assert root.whereis("srv", timeout=BOUND_S) is not None
         assert time.monotonic() - t0 >= expected_delay * 0.9
     assert starts["srv"] == 3 and not escalated and root.is_alive()
 
@@ -226,7 +227,7 @@ def test_a_child_failing_in_on_start_with_a_base_exception_escalates_without_hur
     )
     assert done.wait(2)
     assert isinstance(escalated[0].error, RestartIntensityExceeded)
-    assert bystander.ask("ping", timeout=1) == "pong"
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
 
 
 def test_a_base_exception_in_a_supervised_child_kills_no_unrelated_actor() -> None:
@@ -238,8 +239,8 @@ def test_a_base_exception_in_a_supervised_child_kills_no_unrelated_actor() -> No
     assert victim is not None and sibling is not None
     victim.tell(("raise", SystemExit(1)))
     assert wait_until(lambda: starts["a"] == 2 and root.whereis("a") is not None)
-    assert sibling.ask("ping", timeout=1) == "pong" and root.whereis("b") is sibling
-    assert bystander.ask("ping", timeout=1) == "pong"
+    assert sibling.ask("ping", timeout=BOUND_S) == "pong" and root.whereis("b") is sibling
+    assert bystander.ask("ping", timeout=BOUND_S) == "pong"
 
 
 def test_nested_supervisor_spec_starts_its_subtree_before_start_child_returns() -> None:
@@ -250,6 +251,6 @@ def test_nested_supervisor_spec_starts_its_subtree_before_start_child_returns() 
     sessions = root.child_supervisor("sessions")
     assert [c["name"] for c in sessions.which_children()] == ["s1", "s2"]
     assert sessions.whereis("s1") is not None
-    assert sessions.stop(timeout=2) is True  # through the parent, which would restart it otherwise
+    assert sessions.stop(timeout=BOUND_S) is True  # through the parent, which would restart it otherwise
     assert [c["name"] for c in root.which_children()] == []
     assert not sessions.is_alive()

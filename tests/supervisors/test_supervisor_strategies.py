@@ -7,10 +7,11 @@ from collections import Counter
 import pytest
 
 from cox.supervisors import Restart, SupervisorHandle, start_supervisor
+from tests.waits import BOUND_S
 
 from .helpers import spec, wait_until
 
-pytestmark = pytest.mark.timeout(10)
+pytestmark = pytest.mark.timeout(300)  # only a hang: waits inside are bounded by BOUND_S
 
 
 def urns(sup: SupervisorHandle, *names: str) -> dict[str, str | None]:
@@ -46,7 +47,7 @@ def test_one_for_all_restarts_every_child_in_start_order() -> None:
     crash_and_wait(sup, "b", ("a", "b", "c"))
     assert starts == Counter(a=2, b=2, c=2)
     assert [c["name"] for c in sup.which_children()] == ["a", "b", "c"]
-    assert all(sup.whereis(n).ask("ping", timeout=1) == "pong" for n in "abc")  # type: ignore[union-attr]
+    assert all(sup.whereis(n).ask("ping", timeout=BOUND_S) == "pong" for n in "abc")  # type: ignore[union-attr]
 
 
 def test_rest_for_one_restarts_the_child_and_those_started_after_it() -> None:
@@ -75,7 +76,7 @@ def test_permanent_child_is_restarted_even_after_a_normal_stop() -> None:
     sup = start_supervisor("root", children=[spec("p", starts, Restart.PERMANENT)])
     old = sup.whereis("p")
     assert old is not None
-    old.stop(timeout=1)
+    old.stop(timeout=BOUND_S)
     assert wait_until(lambda: starts["p"] == 2 and sup.whereis("p") is not None)
 
 
@@ -86,7 +87,7 @@ def test_transient_child_is_restarted_only_after_an_abnormal_exit() -> None:
     assert starts["t"] == 2
     ref = sup.whereis("t")
     assert ref is not None
-    ref.stop(timeout=1)
+    ref.stop(timeout=BOUND_S)
     assert wait_until(lambda: sup.which_children()[0]["state"] == "stopped")
     assert starts["t"] == 2
     assert sup.whereis("t") is None
@@ -105,7 +106,7 @@ def test_temporary_child_is_never_restarted_and_is_forgotten(how: str) -> None:
     if how == "crash":
         ref.tell("crash")
     else:
-        ref.stop(timeout=1)
+        ref.stop(timeout=BOUND_S)
     assert wait_until(lambda: [c["name"] for c in sup.which_children()] == ["other"])
     assert starts["tmp"] == 1
     assert sup.whereis("tmp") is None

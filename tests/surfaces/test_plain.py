@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import BOUND_S
+
 pytestmark = pytest.mark.xdist_group("headless")
 
 
@@ -87,7 +89,7 @@ class Pty:
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
-    def wait(self, what: str, timeout: float = 30.0) -> str:
+    def wait(self, what: str, timeout: float = BOUND_S) -> str:
         import time
 
         deadline = time.monotonic() + timeout

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import http.server
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,13 +66,33 @@ def test_stdout_stderr_and_exit_code(ws):
     assert "out" in r.visible and "[stderr]\nerr" in r.visible and "[exit code 3]" in r.visible
 
 
+@pytest.fixture
+def outside_dir(ws: Path) -> Iterator[Path]:
+    """A folder of ours the sandbox does not make writable: not under /tmp (writable, or private
+    to the session), the workspace or its roots, wherever HOME or the pytest temp folder is."""
+    for base in (Path("/var/tmp"), Path.home(), Path("/srv"), Path("/opt")):
+        resolved = base.resolve()
+        if resolved.is_relative_to("/tmp") or resolved.is_relative_to(ws.resolve()):
+            continue
+        try:
+            probe = Path(tempfile.mkdtemp(prefix="cox-sandbox-probe-", dir=resolved))
+        except OSError:
+            continue
+        try:
+            yield probe
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+        return
+    pytest.skip("no folder outside /tmp and the workspace to probe the sandbox with")
+
+
 @needs_sandbox
-def test_sandbox_confines_writes(ws, tmp_path):
+def test_sandbox_confines_writes(ws, tmp_path, outside_dir):
     outside = tmp_path / "outside.txt"
-    home_file = Path.home() / f".cox-sandbox-probe-{os.getpid()}"
-    r = run(env_for(ws), f"echo in > inside.txt && echo out > {home_file}; echo done")
+    probe = outside_dir / "written"
+    r = run(env_for(ws), f"echo in > inside.txt && echo out > {probe}; echo done")
     assert (ws / "inside.txt").read_text() == "in\n"
-    assert not home_file.exists(), "wrote outside the workspace"
+    assert not probe.exists(), "wrote outside the workspace"
     assert "Read-only file system" in r.visible
     r = run(env_for(ws, SandboxMode.READ_ONLY), "echo x > inside2.txt")
     assert r.exit_code != 0 and not (ws / "inside2.txt").exists()

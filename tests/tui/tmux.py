@@ -2,8 +2,11 @@
 keys, poll ``capture-pane`` until the screen shows what a test expects (bounded waits).
 
 Each test gets its own tmux server (``-L``), so nothing touches the person's tmux sessions, and
-the server is killed in ``close``. Set ``COX_TUI_CAPTURES=1`` to have ``save`` write the text
-captures under ``docs/``.
+the server is killed in ``close``. Every socket is named ``cox-tui-<run>-<n>`` with this test
+process's run id: the session-end sweep (``sweep``, called from ``tests/conftest.py``) kills the
+ones a failed teardown left, never another run's; and each server also watches this process and
+kills itself within a second of it dying, so a killed run (SIGKILL, a timeout) leaves none behind.
+Set ``COX_TUI_CAPTURES=1`` to have ``save`` write the text captures under ``docs/``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,34 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 
+RUN_ID = f"{os.getpid()}{uuid.uuid4().hex[:6]}"
+"""This test process's part of every socket name."""
+
+BOUND_S = 60.0
+
+
+def _socket_dir() -> Path:
+    return Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+
+
+def _kill_server(socket: str) -> None:
+    try:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=BOUND_S)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    (_socket_dir() / socket).unlink(missing_ok=True)  # kill-server leaves the socket file behind
+
+
+def sweep() -> list[str]:
+    """Kill every tmux server this run started that is still there; returns their names."""
+    try:
+        left = sorted(p.name for p in _socket_dir().glob(f"cox-tui-{RUN_ID}-*"))
+    except OSError:
+        return []
+    for socket in left:
+        _kill_server(socket)
+    return left
+
 
 def need_tmux() -> None:
     if shutil.which("tmux") is None:
@@ -39,22 +70,33 @@ class Tmux:
         self.ws.mkdir(exist_ok=True)
         self.script = tmp / "script.json"
         self.script.write_text(json.dumps({"model": "scripted", "replies": replies}))
-        self.socket = f"cox-tui-{uuid.uuid4().hex[:10]}"
+        self.socket = f"cox-tui-{RUN_ID}-{uuid.uuid4().hex[:6]}"
         self.name = "tui"
         envs = {"COX_HOME": str(home), "TERM": "xterm-256color", **(env or {})}
         # cli: the real `cox` command (which picks the TUI on a terminal); else the TUI's own demo launcher
         program = (f"-m cox.surfaces.cli --script {self.script} --cwd {self.ws}" if cli else
                    f"-m cox.surfaces.tui.demo --script {self.script} --cwd {self.ws} --mode {mode} {extra}")
-        cmd = f"cd {REPO} && {sys.executable} {program} 2>{tmp / 'stderr.txt'}; echo EXITED $?; sleep 120"
+        # The server ends itself when this test process dies (a killed run), or 120 s after the
+        # program exited (the screen stays readable meanwhile).
+        # $TMUX inside the pane is "socket,server pid,session": the socket file goes first (a
+        # kill-server would end this watcher with the pane before it could remove it).
+        watch = (f"(while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+                 f"p=${{TMUX#*,}}; rm -f {_socket_dir() / self.socket}; kill ${{p%%,*}}) >/dev/null 2>&1 &")
+        cmd = (f"{watch} cd {REPO} && {sys.executable} {program} 2>{tmp / 'stderr.txt'}; echo EXITED $?; "
+               f"sleep 120; tmux -L {self.socket} kill-server")
         args = ["new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height)]
         for k, v in envs.items():
             args += ["-e", f"{k}={v}"]
-        self.tmux(*args, cmd)
         self.stderr = tmp / "stderr.txt"
+        try:
+            self.tmux(*args, cmd)
+        except BaseException:
+            _kill_server(self.socket)  # a server may be up though new-session failed
+            raise
 
     def tmux(self, *args: str) -> str:
         p = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], capture_output=True, text=True,
-                           timeout=10)
+                           timeout=BOUND_S)
         if p.returncode != 0:
             raise RuntimeError(f"tmux {' '.join(args)}: {p.stderr.strip()}")
         return p.stdout
@@ -72,7 +114,7 @@ class Tmux:
         self.type(text)
         self.keys("Enter")
 
-    def wait(self, what: str | Callable[[str], bool], timeout: float = 10.0) -> str:
+    def wait(self, what: str | Callable[[str], bool], timeout: float = BOUND_S) -> str:
         """Poll the screen until it contains ``what`` (or the predicate holds); fail with the
         last screen and the program's stderr when the deadline passes."""
         check = (lambda s: what in s) if isinstance(what, str) else what
@@ -97,9 +139,4 @@ class Tmux:
         return self.wait("EXITED 0")
 
     def close(self) -> None:
-        try:
-            self.tmux("kill-server")
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass
-        sock = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / self.socket
-        sock.unlink(missing_ok=True)  # kill-server leaves the socket file behind
+        _kill_server(self.socket)
