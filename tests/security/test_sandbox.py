@@ -18,6 +18,9 @@ import time
 
 import pytest
 
+from tests.tools.test_bash_sandbox import alive
+from tests.waits import BOUND_S
+
 FAIL_CLOSED = "install bubblewrap"
 
 
@@ -158,19 +161,7 @@ def test_root_cannot_remount_the_file_system_writable(attack):
 # --------------------------------------------------------------------- leftovers
 
 def _alive(needle: bytes) -> bool:
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if cmd.startswith(needle) and state != b"Z":
-            return True
-    return False
+    return bool(alive(needle))
 
 
 @pytest.mark.parametrize("sandbox_mode", ["workspace-write", "danger-full-access"])
@@ -189,7 +180,7 @@ def test_a_setsid_child_is_gone_after_the_call(attack, sandbox_mode):
     if sandbox_mode == "danger-full-access":
         assert "started" in str(results[0])
         assert str(results[1].get("visible", results[1])).startswith("0"), results[1]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + BOUND_S
     while _alive(f"sleep\0{tag}".encode()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(f"sleep\0{tag}".encode())
