@@ -326,10 +326,6 @@ def _git_spec(words: str, *, numeric: bool = False, operands: Check | None = Non
     return Spec(short, " ".join(long), numeric=numeric, negate=True, operands=operands)
 
 
-def _branch_list(ops: list[str]) -> bool:
-    return not ops  # patterns only with --list, checked in readonly
-
-
 GIT: dict[str, Spec] = {
     "status": _git_spec("s short b branch show-stash porcelain[=] long v verbose u:: untracked-files[=] "
                         "ignore-submodules[=] ignored[=] z column[=] no-column ahead-behind no-ahead-behind "
