@@ -27,6 +27,11 @@ ARMED, STARTING, RUNNING, SETTLED = "armed", "starting", "running", "settled"
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+SWALLOWED = frozenset({"cb", "__del__", "_remove", "remove"})
+"""Frames whose exceptions Python prints and drops: importlib's module-lock weakref callback
+(``_get_module_lock.<locals>.cb``), finalisers, weak containers' callbacks."""
+
+
 class StartupInterrupted(BaseException):
     """A signal arrived while the session was being set up (a BaseException, as KeyboardInterrupt
     is, so no ``except Exception`` on the way swallows it)."""
@@ -108,6 +113,11 @@ class Stopper:
         if self.signum is None:
             self.signum = signum
         if self.phase == STARTING:
+            if frame is not None and frame.f_code.co_name in SWALLOWED and self.count == 1:
+                # Raised in a weakref callback or a finaliser, the exception would be printed as
+                # "Exception ignored" and lost. The signal is kept: ``running()`` acts on it (a
+                # second one ends the start-up here).
+                return
             self.phase = SETTLED  # once: the code that reports it must not be interrupted again
             raise StartupInterrupted(signum)
         if self.phase == RUNNING and self._pipe is not None:

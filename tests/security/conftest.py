@@ -131,14 +131,10 @@ class Attack:
             for name in dirnames + filenames:
                 os.lchown(os.path.join(dirpath, name), self.uid, self.gid or self.uid)
 
-    def run(self, replies: list[dict[str, Any]], *, args: tuple[str, ...] = (), config: str | None = None,
-            env: dict[str, str] | None = None, prompt: str | None = "go", timeout: float = 90,
-            output_format: str = "stream-json", stdin: str | None = None) -> Outcome:
-        """One ``cox run --approve never --output-format stream-json`` with ``replies`` as the model.
-        ``config`` is written to ``$COX_HOME/config.toml``; ``env`` adds variables. With
-        ``output_format="text"`` stdout is left unparsed (``lines`` stays empty). ``stdin`` is
-        fed to cox (Submissions, with ``--input-format stream-json`` in ``args``; ``prompt``
-        None leaves ``-p`` out)."""
+    def command(self, replies: list[dict[str, Any]], *, args: tuple[str, ...] = (), config: str | None = None,
+                env: dict[str, str] | None = None, prompt: str | None = "go",
+                output_format: str = "stream-json") -> tuple[list[str], dict[str, str]]:
+        """The argv and environment of ``run`` (for a test that starts the process itself)."""
         script = self.base / "script.json"
         script.write_text(json.dumps({"model": "scripted", "replies": replies}))
         if config is not None:
@@ -155,6 +151,18 @@ class Attack:
                 "--approve", "never", "--output-format", output_format, *args]
         if self.uid is not None:
             argv = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups", "--", *argv]
+        return argv, child_env
+
+    def run(self, replies: list[dict[str, Any]], *, args: tuple[str, ...] = (), config: str | None = None,
+            env: dict[str, str] | None = None, prompt: str | None = "go", timeout: float = 90,
+            output_format: str = "stream-json", stdin: str | None = None) -> Outcome:
+        """One ``cox run --approve never --output-format stream-json`` with ``replies`` as the model.
+        ``config`` is written to ``$COX_HOME/config.toml``; ``env`` adds variables. With
+        ``output_format="text"`` stdout is left unparsed (``lines`` stays empty). ``stdin`` is
+        fed to cox (Submissions, with ``--input-format stream-json`` in ``args``; ``prompt``
+        None leaves ``-p`` out)."""
+        argv, child_env = self.command(replies, args=args, config=config, env=env, prompt=prompt,
+                                       output_format=output_format)
         proc = subprocess.run(argv, cwd=self.workspace, env=child_env, capture_output=True, text=True,
                               timeout=timeout, **({"input": stdin} if stdin is not None else
                                                   {"stdin": subprocess.DEVNULL}))

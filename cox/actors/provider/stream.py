@@ -151,6 +151,13 @@ class ProviderStreamActor(CoxActor):
         self.reply_to = reply_to
         self.stream_id = stream_id
         self.cancel = cancel
+        self.clock: Callable[[], None] | None = None  # stops the running attempt's deadline
+
+    def on_failure(self, *exc_info: Any) -> None:
+        clock, self.clock = self.clock, None
+        if clock is not None:
+            clock()
+        super().on_failure(*exc_info)
 
     def on_receive(self, message: Any) -> Any:
         if message == "run":
@@ -173,10 +180,14 @@ class ProviderStreamActor(CoxActor):
             # the transport's idle timeout, never cut for being long).
             scope = CancelScope("model-attempt")
             unlink = self.cancel.on_cancel(_canceller(scope, "cancelled"))
-            stop_clock: Callable[[], None] | None = scheduler.call_later(
-                max(0.0, deadline - time.monotonic()), _canceller(scope, _DEADLINE))
+            stop_clock: Callable[[], None] | None = None
             try:
                 try:
+                    # Inside the try and kept on the actor, so that whatever ends this thread
+                    # (the chaos test's injected exceptions) also stops the clock: a leftover
+                    # would keep the timer thread alive for the whole request timeout.
+                    stop_clock = self.clock = scheduler.call_later(
+                        max(0.0, deadline - time.monotonic()), _canceller(scope, _DEADLINE))
                     for d in self.provider.stream(self.request, scope):
                         if scope.cancelled:
                             break
@@ -193,10 +204,11 @@ class ProviderStreamActor(CoxActor):
                             # The answer started: the deadline no longer applies. Stopped after
                             # the delta was relayed, so the timer thread's wake-up cannot delay it.
                             stop_clock()
-                            stop_clock = None
+                            stop_clock = self.clock = None
                 finally:
                     if stop_clock is not None:
                         stop_clock()
+                    self.clock = None
                     unlink()
             except ProviderError as raised:
                 if self.cancel.cancelled:

@@ -330,24 +330,35 @@ class SessionActor(CoxActor):
             line, changed = m.encode(event), False
         store = self.store()
         if store is not None:
+            if event.type == "turn_done" and event.stop is not StopReason.ERROR:
+                # Before the turn's end is written: is what the turn did all on disk? If not, the
+                # turn did not succeed, and its one turn_done says so.
+                failure = self._sync(store)
+                if failure is not None:
+                    self.emit(m.ErrorEvent(message=failure))
+                    event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
+                    line = m.encode(event)
             store.tell(("append", self.s.session_id, line))
             if event.type == "turn_done":
                 failure = self._sync(store)
                 if failure is not None and event.stop is not StopReason.ERROR:
-                    # What this turn did is not all on disk: the turn did not succeed.
-                    self.emit(m.ErrorEvent(message=failure))
+                    # The turn_done line itself was not written: the surfaces still hear the
+                    # error, and the rollout (whole lines only) ends before this turn's end.
+                    error = m.ErrorEvent(message=failure)
+                    self._to_sinks(error, m.encode(error))
                     event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
                     line = m.encode(event)
-                    store.tell(("append", self.s.session_id, line))
-                    self._sync(store)
+        self._to_sinks(event, line)
+        if changed and event.type == "tool_call_done":
+            self.emit(m.Notice(level="security",
+                               message="tool output contained a secret-shaped string; redacted in the rollout"))
+
+    def _to_sinks(self, event: Any, line: str) -> None:
         for sink in self.sinks:
             try:
                 sink(event, line)
             except Exception:
                 log.exception("surface sink failed")
-        if changed and event.type == "tool_call_done":
-            self.emit(m.Notice(level="security",
-                               message="tool output contained a secret-shaped string; redacted in the rollout"))
 
     def _sync(self, store: pykka.ActorRef[Any]) -> str | None:
         """fsync the rollout at a turn's end; the store's sentence when a write failed since the

@@ -34,6 +34,7 @@ from typing import Any
 from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult, ToolStatus
 
 from .base import BaseTool, ToolEnv, ToolInputError
+from .reaper import REAPER, TAG_VAR  # TAG_VAR: set in every command's environment (kill_tagged)
 from .spool import Spool
 from .visible import cap
 
@@ -45,8 +46,6 @@ STREAM_MAX_CHARS = 64 * 1024
 LIVE: dict[int, subprocess.Popen[bytes]] = {}
 """Every command process a tool started and nobody has reaped yet, by pid."""
 
-TAG_VAR = "COX_CALL_TAG"
-"""Set in every command's environment: unconfined leftovers are found by it (``kill_tagged``)."""
 
 
 def kill_tagged(tag: str) -> int:
@@ -229,9 +228,9 @@ class BashTool(BaseTool):
             return ToolResult.error(str(exc))
         planted: tuple[str, ...] = policy.must_not_appear if policy is not None else ()
         child_env, _ = command_environment(tuple(env.extra.get("env_keep", ())))
-        tag = secrets.token_hex(8)
-        child_env[TAG_VAR] = tag
         bare = argv[0] == "bash"
+        tag = REAPER.tag() if bare else secrets.token_hex(8)
+        child_env[TAG_VAR] = tag
         if call.input.get("run_in_background"):
             return self._background(command, env, child_env, argv, tag if bare else None, planted)
         timeout = float(call.input.get("timeout") or env.bash_timeout_s)
@@ -239,6 +238,8 @@ class BashTool(BaseTool):
         proc = subprocess.Popen(argv, cwd=str(env.cwd), env=child_env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         pgid = proc.pid
+        if bare:
+            REAPER.watch(pgid)  # dies with cox even when cox is SIGKILLed (reaper.py)
         env.processes.append(proc)
         LIVE[proc.pid] = proc
         killed = threading.Event()
@@ -276,6 +277,7 @@ class BashTool(BaseTool):
             proc.wait()
             if bare:
                 kill_tagged(tag)  # and what detached from it (setsid, double fork)
+                REAPER.unwatch(pgid)
             _forget(env.processes, proc)
         from cox.policy.sandbox import remove_planted
 
@@ -299,16 +301,19 @@ class BashTool(BaseTool):
         if jobs is None:
             return ToolResult.error("this session cannot run background commands")
         tmp = env.extra.get("session_tmp")
-        host_tmp = tmp.path() if tmp is not None and argv[0] != "bash" else None
-        inside = host_tmp is not None  # the log is then at /tmp/… inside the sandbox
-        folder = (host_tmp or Path(tempfile.gettempdir())) / "cox-jobs"
-        folder.mkdir(parents=True, exist_ok=True)
+        host_tmp = tmp.path() if tmp is not None else None  # private to this session (0700)
+        inside = host_tmp is not None and argv[0] != "bash"  # the log is then at /tmp/… in the sandbox
+        # Never a shared /tmp/cox-jobs: another user's (or an attacker's) folder or link there.
+        folder = (host_tmp / "cox-jobs") if host_tmp is not None else Path(tempfile.mkdtemp(prefix="cox-jobs-"))
+        folder.mkdir(exist_ok=True)
         log = Path(tempfile.mkstemp(prefix="job-", suffix=".log", dir=folder)[1])
         shown = f"/tmp/cox-jobs/{log.name}" if inside else str(log)
         with open(log, "wb") as sink:
             proc = subprocess.Popen(argv, cwd=str(env.cwd), env=child_env,
                                     stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
                                     start_new_session=True)
+        if tag is not None:
+            REAPER.watch(proc.pid)
         job = jobs.add(command, proc, log, tag=tag, planted=planted)
         return ToolResult(visible=f"started in the background as {job.id} (pid {proc.pid}); its output goes to "
                                   f"{shown} (read it with `tail -n 50 {shown}`); it is stopped when the session ends",

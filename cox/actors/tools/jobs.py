@@ -46,6 +46,7 @@ class Jobs:
         from cox.policy.sandbox import remove_planted
 
         from .bash import kill_group, kill_tagged
+        from .reaper import REAPER
 
         with self._lock:
             jobs = list(self._jobs.values())
@@ -62,5 +63,6 @@ class Jobs:
                 job.proc.wait()
             if job.tag is not None:
                 kill_tagged(job.tag)
+                REAPER.unwatch(job.proc.pid)
             remove_planted(job.planted)
         return running
