@@ -202,6 +202,13 @@ class Folder:
         self.close()
 
 
+def why(exc: BaseException) -> str:
+    """An OSError in words a person can act on: ``no space left on device (ENOSPC)``."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"{(exc.strerror or str(exc)).lower()} ({errno.errorcode.get(exc.errno, exc.errno)})"
+    return str(exc) or type(exc).__name__
+
+
 def temp_name(name: str, suffix: str) -> str:
     """A random hidden name beside ``name`` (``.NAME.<8 hex><suffix>``). Only for an operation
     that fails when the name exists (``O_EXCL``, ``link``, ``symlink``), never for a plain open."""

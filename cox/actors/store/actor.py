@@ -12,7 +12,6 @@ ends with an error and ``cox run`` exits 1. The sentence says what failed and wh
 
 from __future__ import annotations
 
-import errno
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -42,10 +41,9 @@ class StorageError(Exception):
 
 def describe(what: str, where: Path, exc: BaseException) -> str:
     """``could not write the rollout /h/sessions/X.jsonl: no space left on device (ENOSPC)``."""
-    if isinstance(exc, OSError) and exc.errno is not None:
-        why = f"{(exc.strerror or str(exc)).lower()} ({errno.errorcode.get(exc.errno, exc.errno)})"
-    else:
-        why = str(exc) or type(exc).__name__
+    from cox.atomic import why as reason
+
+    why = reason(exc)
     hint = ""
     if "space" in why or "full" in why:
         hint = "; free some space there, then --resume continues from the last whole event"

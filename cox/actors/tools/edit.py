@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cox.atomic import LinkInTheWay, read_file, write_atomic
+from cox.atomic import LinkInTheWay, read_file, why, write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import ToolEnv, ToolInputError, path_denied, read_denied
@@ -271,6 +271,8 @@ class EditTool(PathTool):
             atomic_write(path, data)
         except LinkInTheWay as exc:
             return ToolResult.error(f"{exc}; nothing was changed")
+        except OSError as exc:  # a full disk, a read-only file system: the old bytes stay whole
+            return ToolResult.error(f"could not write {where}: {why(exc)}; nothing was changed")
         diff, added, removed = _diff(norm.text, updated.replace("\r\n", "\n"), where)
         count = len(starts)
         head = f"edited {where}: {count} replacement{'s' if count > 1 else ''} (+{added} −{removed})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from cox.atomic import LinkInTheWay, write_atomic
+from cox.atomic import LinkInTheWay, why, write_atomic
 from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
@@ -134,4 +134,6 @@ class WriteTool(PathTool):
                          suffix=".cox-tmp")
         except LinkInTheWay as exc:
             return ToolResult.error(f"{exc}; nothing was written")
+        except OSError as exc:  # a full disk, a read-only file system: the old bytes stay whole
+            return ToolResult.error(f"could not write {display(path, env)}: {why(exc)}; nothing was written")
         return ToolResult(visible=f"wrote {len(data)} bytes to {display(path, env)}", meta={"bytes": len(data)})
