@@ -5,7 +5,9 @@
 Prints: text deltas/s from the scripted provider to stream-json with the rollout on; Interrupt
 → turn_done{interrupted} latency with 8 running ``sleep 60`` calls and with a stalled stream;
 ``cox run -p`` start-up to the first provider request; memory and time for 200 idle sessions
-and 50 parallel scripted sessions; a supervised child's crash → restarted and answering.
+and 50 parallel scripted sessions; a supervised child's crash → restarted and answering; SIGINT and
+SIGTERM at a random moment of a ``cox run`` (start-up included) → the process's exit, and the
+result line → exit gap.
 Figures only: nothing here passes or fails.
 """
 
@@ -193,6 +195,78 @@ def bench_startup(ws: Path, home: Path) -> tuple[float, float]:
     return statistics.median(firsts), statistics.median(totals)
 
 
+def _signal_floor(signum: int) -> float:
+    """A bare ``python`` sleeping in its default handlers: signal → exit."""
+    times = []
+    for _ in range(5):
+        proc = subprocess.Popen([sys.executable, "-c", "import sys, time; print(flush=True); time.sleep(60)"],
+                                stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        t = time.perf_counter()
+        proc.send_signal(signum)
+        proc.wait(60)
+        times.append((time.perf_counter() - t) * 1000)
+        proc.stdout.close()
+    return statistics.median(times)
+
+
+def bench_signals(ws: Path, home: Path) -> dict[str, list[float]]:
+    """A ``cox run`` streaming a slow answer (about 3 s), signalled at a random moment in its first
+    1.5 s — start-up, the request, the stream — and timed until the process has exited; every
+    run must still end with a result line and exit 4."""
+    import random
+    import signal
+
+    script = ws / "slow.json"
+    script.write_text(json.dumps({"replies": [{"text": "word " * 150, "chunk": 5, "delta_delay_ms": 20}]}))
+    env = {**os.environ, "COX_HOME": str(home)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    rng = random.Random(12)
+    out: dict[str, list[float]] = {"SIGINT": [], "SIGTERM": []}
+    runs = 6 if QUICK else 25
+    for name in out:
+        signum = getattr(signal, name)
+        for _ in range(runs):
+            proc = subprocess.Popen([sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script),
+                                     "-p", "x", "--output-format", "stream-json"], cwd=ws, env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            at = rng.uniform(0.0, 1.5)
+            time.sleep(at)
+            t = time.perf_counter()
+            proc.send_signal(signum)
+            stdout, _ = proc.communicate(timeout=60)
+            out[name].append((time.perf_counter() - t) * 1000)
+            last = json.loads(stdout.splitlines()[-1]) if stdout.strip() else {}
+            if last.get("type") != "result" or proc.returncode not in (0, 4):
+                print(f"  {name} {at * 1000:.0f} ms after the spawn: exit {proc.returncode}, no result line "
+                      f"({'before cox installed its handlers: the interpreter was still starting' if not stdout else str(last)[:100]})")
+    return out
+
+
+def bench_result_gap(ws: Path, home: Path) -> list[float]:
+    """From the result line on stdout to the process's exit, in a run that ends by itself."""
+    script = ws / "one.json"
+    script.write_text(json.dumps({"replies": [{"text": "hi"}]}))
+    env = {**os.environ, "COX_HOME": str(home)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    gaps = []
+    for _ in range(5 if QUICK else 15):
+        proc = subprocess.Popen([sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script),
+                                 "-p", "x", "--output-format", "stream-json"], cwd=ws, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        seen = None
+        for raw in proc.stdout:
+            if b'"type":"result"' in raw.replace(b" ", b""):
+                seen = time.perf_counter()
+        proc.wait(60)
+        if seen is not None:
+            gaps.append((time.perf_counter() - seen) * 1000)
+        proc.stdout.close()
+    return gaps
+
+
 def bench_many(app: App, ws: Path, home: Path, engine: Engine) -> tuple[float, float, float]:
     base = rss_mb()
     handles = []
@@ -265,6 +339,13 @@ def main() -> None:
     first, total = bench_startup(ws, home)
     print(f"cox run -p start-up → first provider request: {first:.0f} ms ({first - py_ms:.0f} ms beyond "
           f"python -c pass; goal ≤ 150) · whole run {total:.0f} ms")
+    signals = bench_signals(ws, home)
+    for name, times in signals.items():
+        floor = _signal_floor(getattr(__import__("signal"), name))
+        print(f"{name} at a random moment → exit: p50 {pct(times, 50):.0f} ms · p99 {pct(times, 99):.0f} ms "
+              f"over {len(times)} runs (goal p99 ≤ 250; floor: a sleeping python exits in {floor:.1f} ms)")
+    gaps = bench_result_gap(ws, home)
+    print(f"result line → exit: p50 {pct(gaps, 50):.0f} ms · p99 {pct(gaps, 99):.0f} ms over {len(gaps)} runs")
     try:
         sys.path.insert(0, str(ROOT / "bench"))
         import supervision
