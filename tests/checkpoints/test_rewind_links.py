@@ -82,7 +82,7 @@ def test_a_bash_swap_of_a_folder_for_a_link_is_undone_in_order(cp: Checkpointer,
     subprocess.run(["bash", "-c", f"rm -r sub && ln -s {outside} sub"], cwd=ws, check=True, timeout=30)
     assert cp.changes_since("s1", 1, "c1", tree) == ["sub", "sub/a.txt"]
     restored = cp.restore("s1", 1, 2)
-    assert sorted(restored) == ["sub", "sub/a.txt"], restored.not_restorable
+    assert sorted(restored) == ["sub", "sub/a.txt"], (restored.not_restorable, restored.conflicts)
     assert not os.path.islink(ws / "sub") and (ws / "sub" / "a.txt").read_bytes() == b"before\n"
     assert intact(outside)
 

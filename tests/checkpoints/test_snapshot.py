@@ -130,7 +130,7 @@ def test_the_users_repository_is_untouched(repo: Path, cp: Checkpointer, tmp_pat
     (repo / "new.txt").write_bytes(b"a\r\nb\r\n")
     assert cp.changes_since("s1", 1, "c", before) == ["README.md", "new.txt", "src/app.py"]
     tree = cp.snapshot()
-    blob = cp._git().run("rev-parse", f"{tree}:new.txt").stdout.decode().strip()
+    blob = cp._git().run("rev-parse", f"{cp._git().tree(tree)}:new.txt").stdout.decode().strip()
     assert cp._git().run("cat-file", "blob", blob).stdout == b"a\r\nb\r\n"  # no autocrlf
     cp.restore("s1", 1, 2)
 

@@ -49,6 +49,12 @@ CASES: dict[str, Callable[[Path], None]] = {
     "gitignore changed": lambda ws: write(ws / ".gitignore", ""),
     "create then delete": lambda ws: (write(ws / "tmp.txt", "x"), (ws / "tmp.txt").unlink()),
     "nothing": lambda ws: None,
+    "folder becomes a link": lambda ws: (shutil.rmtree(ws / "sub"), os.symlink(ws / "outside", ws / "sub")),
+    "file becomes a folder": lambda ws: ((ws / "a.txt").unlink(), write(ws / "a.txt" / "in.txt", "in\n")),
+    "nested repository": lambda ws: (write(ws / "nested" / ".git" / "HEAD", "ref: refs/heads/main\n"),
+                                     write(ws / "nested" / "f.txt", "f\n")),
+    "ignored inside new folder": lambda ws: (write(ws / "n" / "keep.txt", "k"), write(ws / "n" / "build" / "x", "x")),
+    "empty folder": lambda ws: (ws / "empty").mkdir(),
 }
 
 
@@ -58,6 +64,8 @@ def test_a_watched_snapshot_equals_a_full_pass(name: str, tmp_path: Path):
     write(ws / "a.txt", "alpha\n")
     write(ws / "sub" / "deep" / "b.txt", "beta\n")
     write(ws / ".gitignore", "build/\n")
+    write(ws.parent / "outside" / "a.txt", "not the workspace's\n")
+    os.symlink(ws.parent / "outside", ws / "outside")
     git = which_git()
     assert git is not None
     repo = PrivateRepo(git, tmp_path / "private", ws, 60)
@@ -65,7 +73,7 @@ def test_a_watched_snapshot_equals_a_full_pass(name: str, tmp_path: Path):
     assert repo._watch is not None and not repo._watch.broken
     CASES[name](ws)
     again = repo.snapshot()
-    assert again == full_tree(ws, tmp_path / "fresh")
+    assert repo.tree(again) == full_tree(ws, tmp_path / "fresh")
     if name == "nothing":
         assert again == first
     # And once more after changes on top, through the partial path (in a moved folder too).
@@ -73,7 +81,7 @@ def test_a_watched_snapshot_equals_a_full_pass(name: str, tmp_path: Path):
     for deep in (ws / "sub" / "deep", ws / "moved" / "deep"):
         if deep.is_dir():
             write(deep / "c.txt", "gamma\n")
-    assert repo.snapshot() == full_tree(ws, tmp_path / "fresh2")
+    assert repo.tree(repo.snapshot()) == full_tree(ws, tmp_path / "fresh2")
     assert not repo._watch.broken
     repo.close()
 
@@ -91,7 +99,7 @@ def test_a_queue_overflow_falls_back_to_the_full_pass(tmp_path: Path):
     assert repo.snapshot() == full_tree(ws, tmp_path / "fresh")
     assert not repo._watch.broken  # started afresh before that full pass
     write(ws / "c.txt", "gamma\n")
-    assert repo.snapshot() == full_tree(ws, tmp_path / "fresh2")
+    assert repo.tree(repo.snapshot()) == full_tree(ws, tmp_path / "fresh2")
     repo.close()
 
 
@@ -112,3 +120,65 @@ def test_a_tree_over_the_watch_limit_gives_up_for_good(tmp_path: Path, monkeypat
     write(ws / "d0" / "g", "y")
     assert repo.snapshot() == full_tree(ws, tmp_path / "fresh")
     repo.close()
+
+
+def test_the_fast_path_runs_no_git_and_its_diffs_match_git_over_random_changes(tmp_path: Path):
+    """Thirty rounds of random writes, deletions, modes, links and folders: every snapshot, written
+    as a real tree, equals a full pass, and every diff the fast path recorded equals git's."""
+    import random
+
+    rng = random.Random(7)
+    ws = tmp_path / "ws"
+    for i in range(20):
+        write(ws / f"d{i % 4}" / f"f{i}.txt", f"{i}\n")
+    write(ws / ".gitignore", "*.o\n")
+    git = which_git()
+    assert git is not None
+    repo = PrivateRepo(git, tmp_path / "private", ws, 60)
+    runs: list[str] = []
+    real_run = repo.run
+
+    def run(*args, **kw):
+        runs.append(args[0])
+        return real_run(*args, **kw)
+
+    repo.run = run  # type: ignore[method-assign]
+    before = repo.snapshot()
+    fast_rounds = 0
+    for n in range(30):
+        files = [p for p in ws.rglob("*") if p.is_file() and ".git" not in p.parts]
+        op = rng.choice(["write", "new", "delete", "chmod", "link", "folder", "ignored"])
+        # (an ignored file needs check-ignore; a changed .gitignore, the full pass)
+        target = rng.choice([f for f in files if f.suffix != ".o" and f.name != ".gitignore"])
+        if op == "write":
+            target.write_text(f"round {n}\n")
+        elif op == "new":
+            write(ws / f"d{rng.randrange(6)}" / f"n{n}.txt", f"new {n}\n")
+        elif op == "delete":
+            target.unlink()
+        elif op == "chmod":
+            os.chmod(target, 0o755 if not os.access(target, os.X_OK) else 0o644)
+        elif op == "link":
+            os.symlink(target.name, target.parent / f"l{n}")
+        elif op == "folder":
+            for i in range(3):
+                write(ws / f"new{n}" / "deep" / f"g{i}", f"{n}.{i}")
+        else:
+            write(ws / f"d{rng.randrange(4)}" / f"x{n}.o", "object")
+        runs.clear()
+        watching = repo._watch is not None and repo._watch.fd >= 0 and not repo._watch.broken
+        after = repo.snapshot()
+        # (ls-tree: the first fast step on a new real tree.) Only while inotify watches: a
+        # machine out of inotify instances (fs.inotify.max_user_instances, shared by every
+        # process of this user) gets the full pass, which the equalities below still check.
+        if op in ("write", "delete", "chmod") and watching and not repo._watch.broken:
+            assert runs in ([], ["ls-tree"]), f"round {n} ({op}): the fast path ran git: {runs}"
+            fast_rounds += 1
+        fast = repo.diff(before, after)
+        real_before, real_after = repo.tree(before), repo.tree(after)
+        assert real_after == full_tree(ws, tmp_path / f"fresh{n}"), f"round {n} ({op})"
+        assert fast == repo.diff(real_before, real_after), f"round {n} ({op})"
+        before = after
+    repo.close()
+    if TreeWatch(ws).start():  # inotify works here now: the fast path must have been taken
+        assert fast_rounds >= 5, fast_rounds

@@ -42,6 +42,7 @@ from pathlib import Path
 from cox.atomic import open_append, write_atomic
 from cox.gitsafe import find_git, safe_env
 
+from .overlay import ENTRIES_MAX, Entry, ObjectStore, Overlay, Reader, Step, parse_ls_tree
 from .watch import TreeWatch
 
 try:  # POSIX: serialise two cox processes snapshotting the same root (one private index).
@@ -82,11 +83,15 @@ _PRIVATE_CONFIG = """\
 \taddIgnoredFile = false
 """
 
+RECENT = 16
+"""Snapshot ids (and their steps) this process keeps to diff or write as trees later."""
+
+LOOSE_HELD = 64 * 1024 * 1024
+"""At most this many bytes of loose blobs read by ``sizes`` and held for ``blobs``."""
+
 PARTIAL_MAX = 500
 """More changed paths than this since the last snapshot: the full pass is cheaper than the list."""
 
-GITLINK = 0o160000
-SYMLINK = 0o120000
 
 
 class GitError(Exception):
@@ -192,7 +197,12 @@ class PrivateRepo:
         self._lock = threading.Lock()
         self._ready = False
         self._watch: TreeWatch | None = None
-        self._last: str | None = None  # the tree of the last snapshot this process took
+        self._state: Overlay | None = None  # the last snapshot this process took (overlay.py)
+        self._states: dict[str, tuple[str, dict[str, Entry | None]]] = {}  # recent id -> (tree, entries)
+        self._steps: dict[str, Step] = {}  # recent id -> how it came from the id before it
+        self._trees: dict[str, str] = {}  # overlay id -> the real tree written for it
+        self._loose: dict[str, bytes] = {}  # blobs ``sizes`` read from loose objects, for ``blobs``
+        self.store = ObjectStore(git_dir / "objects", self.user.objects if self.user is not None else None)
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -206,11 +216,13 @@ class PrivateRepo:
         return args
 
     def run(self, *args: str, stdin: bytes | None = None, ok: tuple[int, ...] = (0,),
-            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
-        """Run one git command (never through a shell), bounded by a timeout."""
+            timeout: float | None = None, index: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run one git command (never through a shell), bounded by a timeout. ``index``: another
+        index file than the private one."""
         cmd = [self.git, *self._config_args(), *args]
+        env = self.env if index is None else {**self.env, "GIT_INDEX_FILE": str(index)}
         try:
-            proc = subprocess.run(cmd, input=stdin, env=self.env, cwd=self.root, capture_output=True,
+            proc = subprocess.run(cmd, input=stdin, env=env, cwd=self.root, capture_output=True,
                                   timeout=self.timeout if timeout is None else timeout, check=False)
         except subprocess.TimeoutExpired as e:
             raise GitError(f"git {args[0]} timed out after {e.timeout:g} s in {self.root}") from e
@@ -289,23 +301,100 @@ class PrivateRepo:
     # -- the three operations ------------------------------------------------------------------
 
     def snapshot(self) -> str:
-        """Stage the whole work tree into the private index and return its tree id."""
+        """The id of the whole work tree as it is now: a tree id, or ``<tree>+<n>`` when the
+        fast path (overlay.py) layered the changed paths over the last tree."""
         with self.locked():
             self.ensure()
             changed = self._changed()
-            if changed is not None and self._last is not None and not changed:
-                return self._last  # nothing changed since: the same tree, no git run
-            if changed is None or self._last is None or not self._add_paths(changed):
+            state = self._state
+            if changed is not None and state is not None:
+                if not changed:
+                    return state.id  # nothing changed since: the same snapshot, no git run
+                fast = self._fast(state, changed)
+                if fast is not None:
+                    return fast
+            # The git path: the private index is the last real tree's; the overlay's paths and
+            # the changed ones differ from it on disk, so adding them makes it the disk's again.
+            pending = set(changed or ()) | (set(state.entries) if state is not None else set())
+            self._state = None
+            if changed is None or state is None or not self._add_paths(pending):
                 # --ignore-errors: an unreadable file or one removed while we scan is left out of
                 # the snapshot instead of failing it (git then exits 1 without "fatal:").
                 proc = self.run("add", "--all", "--ignore-errors", ok=(0, 1))
                 if proc.returncode != 0 and b"fatal:" in proc.stderr:
                     raise GitError(f"git add failed: {proc.stderr.decode('utf-8', 'replace').strip()[-2000:]}")
-            self._last = None
             tree = self.run("write-tree").stdout.decode("ascii").strip()
             if len(tree) < 40:
                 raise GitError(f"git write-tree printed no tree id: {tree!r}")
-            self._last = tree
+            self._state = Overlay(tree)
+        return tree
+
+    def _fast(self, state: Overlay, changed: set[str]) -> str | None:
+        """Layer ``changed`` over the last snapshot without git (overlay.py); None: take the git path."""
+        if len(state.entries) + len(changed) > ENTRIES_MAX:
+            return None
+        try:
+            if state.base_entries is None:
+                state.base_entries = parse_ls_tree(self.run("ls-tree", "-r", "-z", "--full-tree", state.base).stdout)
+            got = Reader(self.root, self.store, state).read(changed, self._ignored)
+        except (GitError, OSError, ValueError):
+            return None
+        if got is None:
+            return None
+        if not got:
+            return state.id  # touched, not changed
+        before = state.id
+        self._remember(before, state)
+        for rel, _old, new in got:
+            state.entries[rel] = new
+        state.n += 1
+        self._steps[state.id] = Step(before, got)
+        self._remember(state.id, state)
+        return state.id
+
+    def _remember(self, sid: str, state: Overlay) -> None:
+        if "+" not in sid or sid in self._states:
+            return
+        self._states[sid] = (state.base, dict(state.entries))
+        for kept in (self._states, self._steps):
+            while len(kept) > RECENT:
+                kept.pop(next(iter(kept)))
+
+    def _ignored(self, paths: list[str]) -> set[str] | None:
+        """Which of these untracked paths ``git add --all`` would leave out; None if unknown."""
+        try:
+            proc = self.run("check-ignore", "-z", "--stdin", "--no-index",
+                            stdin=b"".join(os.fsencode(p) + b"\0" for p in paths), ok=(0, 1))
+        except GitError:
+            return None
+        return {os.fsdecode(p) for p in proc.stdout.split(b"\0") if p}
+
+    def tree(self, sid: str) -> str:
+        """A real tree id for a snapshot id (an overlay's is written through a scratch index)."""
+        with self.locked():
+            return self._tree(sid)
+
+    def _tree(self, sid: str) -> str:
+        if "+" not in sid:
+            return sid
+        if sid in self._trees:
+            return self._trees[sid]
+        if sid not in self._states:
+            raise GitError(f"snapshot {sid} is no longer known to this process")
+        base, entries = self._states[sid]
+        scratch = self.git_dir / f"cox-index-{os.getpid()}-{threading.get_ident()}"
+        try:
+            self.run("read-tree", base, index=scratch)
+            info = b"".join((f"{e[0]:o} {e[1]}" if e is not None else "0 " + "0" * 40).encode()
+                            + b"\t" + os.fsencode(p) + b"\0" for p, e in sorted(entries.items()))
+            if info:
+                self.run("update-index", "-z", "--index-info", stdin=info, index=scratch)
+            tree = self.run("write-tree", index=scratch).stdout.decode("ascii").strip()
+        finally:
+            scratch.unlink(missing_ok=True)
+        self._trees[sid] = tree
+        while len(self._trees) > RECENT:
+            self._trees.pop(next(iter(self._trees)))
         return tree
 
     def _changed(self) -> set[str] | None:
@@ -349,9 +438,17 @@ class PrivateRepo:
             self._watch = None
 
     def diff(self, before: str, after: str) -> list[Change]:
-        """What differs between two trees, file by file (renames split into D + A)."""
+        """What differs between two snapshots, file by file (renames split into D + A)."""
         if before == after:
             return []
+        step = self._steps.get(after)
+        if step is not None and step.before == before:  # the fast path's own record: no git
+            return [Change("A" if old is None else "D" if new is None else "M",
+                           old[0] if old is not None else 0, new[0] if new is not None else 0,
+                           old[1] if old is not None else "0" * 40, rel, new[1] if new is not None else "0" * 40)
+                    for rel, old, new in step.changes]
+        with self.locked():
+            before, after = self._tree(before), self._tree(after)
         out = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
                        before, after).stdout
         parts = out.split(b"\0")
@@ -371,8 +468,19 @@ class PrivateRepo:
         """The size of each blob, without reading it (``cat-file --batch-check``)."""
         if not shas:
             return {}
-        out = self.run("cat-file", "--batch-check", stdin=("\n".join(shas) + "\n").encode()).stdout
         sizes: dict[str, int] = {}
+        self._loose.clear()
+        held = 0
+        for sha in shas:  # the fast path's own blobs are loose objects: read here, no git
+            data = self.store.get(sha) if held < LOOSE_HELD else None
+            if data is not None:
+                sizes[sha] = len(data)
+                self._loose[sha] = data
+                held += len(data)
+        shas = [sha for sha in shas if sha not in sizes]
+        if not shas:
+            return sizes
+        out = self.run("cat-file", "--batch-check", stdin=("\n".join(shas) + "\n").encode()).stdout
         for line in out.decode("ascii", "replace").splitlines():
             bits = line.split()
             if len(bits) == 3 and bits[1] == "blob":
@@ -389,6 +497,9 @@ class PrivateRepo:
         batch: list[str] = []
         total = 0
         for sha in shas:
+            if sha in self._loose:
+                yield sha, self._loose.pop(sha)
+                continue
             if sha not in sizes:
                 continue
             if batch and total + sizes[sha] > budget:

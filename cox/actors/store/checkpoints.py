@@ -51,8 +51,9 @@ from cox.atomic import Folder, LinkInTheWay, remove_file, temp_name
 from cox.log import get_logger
 
 from . import archive, db, post_images
-from .checkpoint_git import GITLINK, SYMLINK, GitError, PrivateRepo, clean_env, root_hash, which_git
+from .checkpoint_git import GitError, PrivateRepo, clean_env, root_hash, which_git
 from .layout import Layout
+from .overlay import GITLINK, SYMLINK
 
 log = get_logger(__name__)
 
