@@ -229,6 +229,8 @@ class BashTool(BaseTool):
         planted: tuple[str, ...] = policy.must_not_appear if policy is not None else ()
         child_env, _ = command_environment(tuple(env.extra.get("env_keep", ())))
         bare = argv[0] == "bash"
+        if bare:
+            REAPER.start()
         tag = REAPER.tag() if bare else secrets.token_hex(8)
         child_env[TAG_VAR] = tag
         if call.input.get("run_in_background"):

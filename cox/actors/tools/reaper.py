@@ -62,6 +62,15 @@ class Reaper:
         """A fresh ``COX_CALL_TAG`` value for one bare call, carrying this process's prefix."""
         return f"{self.token}.{secrets.token_hex(8)}"
 
+    def start(self) -> None:
+        """Have the watcher running before a bare command starts: its pid is then told at once,
+        and even a command cox dies before telling is found by its tag."""
+        with self._lock:
+            try:
+                self._start()
+            except OSError:
+                self._pipe = None
+
     def watch(self, pgid: int) -> None:
         """Kill process group ``pgid`` when this process exits. Never raises: a watcher that
         cannot start or write leaves the ordinary cleanup (cancel, session stop) in charge."""
