@@ -3,7 +3,7 @@
     system[0]  tool schemas, sorted by name ........ byte-stable
     system[1]  cox system prompt (versioned, no date) byte-stable
     system[2]  instruction files (AGENTS.md, CLAUDE.md) byte-stable
-    system[3]  volatile: date, cwd ................. changes
+    system[3]  volatile: date, cwd, branch ......... changes
     messages   the normalised history
 
 The first three blocks are computed once per session (and again only when the tool set really
@@ -69,7 +69,10 @@ def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024, reads: Any = None
 
 
 def volatile_block(cwd: Path, extra: dict[str, Any] | None = None) -> str:
-    lines = [f"date: {datetime.date.today().isoformat()}", f"cwd: {cwd}"]
+    """What may change between requests of one session, last so it never breaks the cached prefix."""
+    from .context_branch import branch_line
+
+    lines = [f"date: {datetime.date.today().isoformat()}", f"cwd: {cwd}", branch_line(cwd)]
     for k, v in (extra or {}).items():
         lines.append(f"{k}: {v}")
     return "\n".join(lines)

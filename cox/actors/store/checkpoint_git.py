@@ -123,10 +123,11 @@ def root_hash(root: Path) -> str:
     return hashlib.sha256(os.fsencode(str(root))).hexdigest()[:16]
 
 
-def find_user_repo(root: Path) -> UserRepo | None:
-    """The repository ``root`` lives in, found by reading ``.git`` entries (a folder, or a file
-    saying ``gitdir: …`` for worktrees and submodules, whose ``commondir`` names the shared
-    folder). Running ``git rev-parse`` there would read the user's config, which can run commands."""
+def git_dirs(root: Path) -> tuple[Path, Path] | None:
+    """The git folder of the checkout ``root`` lives in and its common folder, found by reading
+    ``.git`` entries (a folder, or a file saying ``gitdir: …`` for worktrees and submodules, whose
+    ``commondir`` names the shared folder). Running ``git rev-parse`` there would read the user's
+    config, which can run commands. A worktree's ``HEAD`` is in the first, its objects in the second."""
     for d in (root, *root.parents):
         dotgit = d / ".git"
         try:
@@ -146,14 +147,25 @@ def find_user_repo(root: Path) -> UserRepo | None:
             if commondir.is_file():
                 c = Path(commondir.read_text(encoding="utf-8", errors="replace").strip())
                 common = c if c.is_absolute() else gitdir / c
-            objects = (common / "objects").resolve()
-            if not objects.is_dir():
-                return None
-            exclude = common / "info" / "exclude"
-            return UserRepo(objects, exclude.resolve() if exclude.is_file() else None)
+            return gitdir, common
         except OSError:
             return None
     return None
+
+
+def find_user_repo(root: Path) -> UserRepo | None:
+    """The repository ``root`` lives in (see :func:`git_dirs`): its objects and its exclude file."""
+    found = git_dirs(root)
+    if found is None:
+        return None
+    try:
+        objects = (found[1] / "objects").resolve()
+        if not objects.is_dir():
+            return None
+        exclude = found[1] / "info" / "exclude"
+        return UserRepo(objects, exclude.resolve() if exclude.is_file() else None)
+    except OSError:
+        return None
 
 
 def clean_env(home: Path, path: str | None = None) -> dict[str, str]:
