@@ -88,3 +88,17 @@ def test_a_hostile_head_neither_blocks_nor_speaks_to_the_model(tmp_path, repo):
     head.unlink()
     os.mkfifo(head)  # an open for reading would wait for a writer forever
     assert "branch: unknown (.git/HEAD is not a file cox can read)" in volatile(tmp_path, repo)
+    head.unlink()
+    head.write_text("ref: refs/heads/main\n" + "#" * 100_000)  # no HEAD is this big: not read
+    assert "branch: unknown (.git/HEAD is not a file cox can read)" in volatile(tmp_path, repo)
+
+
+def test_a_hostile_dot_git_file_neither_blocks_nor_is_read_whole(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(ws / ".git")  # a .git "file" that would block a read
+    assert "branch: none (not a git repository)" in volatile(tmp_path, ws)
+    (ws / ".git").unlink()
+    (ws / ".git").write_text("gitdir: " + "x" * 100_000)
+    assert "branch: none (not a git repository)" in volatile(tmp_path, ws)
+

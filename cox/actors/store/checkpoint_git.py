@@ -123,38 +123,11 @@ def root_hash(root: Path) -> str:
     return hashlib.sha256(os.fsencode(str(root))).hexdigest()[:16]
 
 
-def git_dirs(root: Path) -> tuple[Path, Path] | None:
-    """The git folder of the checkout ``root`` lives in and its common folder, found by reading
-    ``.git`` entries (a folder, or a file saying ``gitdir: …`` for worktrees and submodules, whose
-    ``commondir`` names the shared folder). Running ``git rev-parse`` there would read the user's
-    config, which can run commands. A worktree's ``HEAD`` is in the first, its objects in the second."""
-    for d in (root, *root.parents):
-        dotgit = d / ".git"
-        try:
-            if dotgit.is_dir():
-                gitdir = dotgit
-            elif dotgit.is_file():
-                text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-                if not text.startswith("gitdir:"):
-                    return None
-                gitdir = Path(text[len("gitdir:"):].strip())
-                if not gitdir.is_absolute():
-                    gitdir = d / gitdir
-            else:
-                continue
-            common = gitdir
-            commondir = gitdir / "commondir"
-            if commondir.is_file():
-                c = Path(commondir.read_text(encoding="utf-8", errors="replace").strip())
-                common = c if c.is_absolute() else gitdir / c
-            return gitdir, common
-        except OSError:
-            return None
-    return None
-
-
 def find_user_repo(root: Path) -> UserRepo | None:
-    """The repository ``root`` lives in (see :func:`git_dirs`): its objects and its exclude file."""
+    """The repository ``root`` lives in (see :func:`cox.gitdirs.git_dirs`): its objects and its
+    exclude file."""
+    from cox.gitdirs import git_dirs
+
     found = git_dirs(root)
     if found is None:
         return None
