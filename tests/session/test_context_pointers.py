@@ -6,7 +6,9 @@ for bash, the command's bytes without cox's ``[exit code N]`` footer. Driven thr
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ def bash(cid: str, command: str) -> dict[str, Any]:
 def session(tmp_path: Path, ws: Path, replies: list[dict[str, Any]], prompts: list[str],
             after_turns: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The events of a stream-json run of ``prompts`` and the requests the model received."""
-    home = Path(__import__("os").environ["COX_HOME"])
+    home = Path(os.environ["COX_HOME"])
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f"[context]\nmicrocompact_after_turns = {after_turns}\n")
     dump = tmp_path / "requests.json"
@@ -44,7 +46,7 @@ def expand(ws: Path, tmp_path: Path, archive_id: str, *extra: str) -> bytes:
     """``cox expand ID > file``: the bytes as a file receives them."""
     target = tmp_path / f"expanded-{archive_id}"
     with open(target, "wb") as f:
-        p = subprocess.run([__import__("sys").executable, "-m", "cox.surfaces.cli", "expand", archive_id, *extra],
+        p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "expand", archive_id, *extra],
                            cwd=ws, stdout=f, stderr=subprocess.PIPE, timeout=60, check=False)
     assert p.returncode == 0, p.stderr
     return target.read_bytes()
@@ -98,3 +100,20 @@ def test_a_capped_bash_output_expands_to_exactly_what_the_command_printed(tmp_pa
     err = done["s2"]
     assert err["visible"] == "1\n2\n3\n[stderr]\n4\n5\n[exit code 3]"
     assert expand(ws, tmp_path, err["archive_id"]) == b"1\n2\n3\n[stderr]\n4\n5\n"
+
+
+def test_after_a_resume_an_old_small_result_is_still_sent_as_a_pointer(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("".join(f"note {i}: keep the parser small\n" for i in range(12)))
+    events, _ = session(tmp_path, ws, [{"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "notes.txt"}}]},
+                                       {"text": "read"}], ["read notes"], after_turns=1)
+    sid = next(e["session_id"] for e in events if e["type"] == "result")
+    archive_id = next(e["result"]["archive_id"] for e in events if e["type"] == "tool_call_done")
+    dump = tmp_path / "resumed.json"
+    p = cox(["run", "--script", str(script(tmp_path, [{"text": "again"}])), "--resume", sid, "-p", "next"], ws,
+            env_extra={"COX_SCRIPTED_DUMP": str(dump)})
+    assert p.returncode == 0, p.stderr
+    pointer = sent(json.loads(dump.read_text())[0], "r1")
+    assert pointer.startswith("[earlier result of read") and f"expand #{archive_id}" in pointer
+    assert b"note 11: keep the parser small" in expand(ws, tmp_path, archive_id)
