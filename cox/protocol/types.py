@@ -72,6 +72,8 @@ class StopReason(StrEnum):
     BUDGET = "budget"
     ERROR = "error"
     MAX_TURNS = "max_turns"
+    MAX_TOKENS = "max_tokens"
+    """The reply was cut at the output token limit with no tool call: the answer may be incomplete."""
 
 
 class ToolStatus(StrEnum):

@@ -194,6 +194,7 @@ class Printer:
         t = event.type
         if t == "notice" and event.level in ("warning", "security", "error"):
             self._status(f"{event.level}: {event.message}")
+            self.said.add(shown(event.message))  # a turn ended for that reason: said once
         elif t == "error":
             self._status(f"error: {event.message}")
             self.said.add(shown(event.message))

@@ -149,6 +149,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                   "stop": "max_tokens"},
                  {"text": "I will split it."}],
         prompts="write big"),
+    "text_cut_by_max_tokens": dict(
+        replies=[{"text": "The first half of the ans", "stop": "max_tokens"}], prompts="explain"),
     "big_output_archived": dict(
         replies=[{"tool_calls": [{"id": "b1", "name": "bash", "input": {"command": "seq 1 3000"}}]},
                  {"text": "Printed 3000 lines."}],

@@ -839,6 +839,9 @@ class SessionActor(CoxActor):
             self._finish(StopReason.ERROR, "the model declined to answer (refusal); the turn was rolled back — "
                                            "rephrase the request and try again")
             return
+        if not uses and result.stop == "max_tokens" and not turn.steer:
+            self._finish_cut(turn)
+            return
         if not uses:
             if not turn.steer:
                 reply = self._hook("Stop", {"turn": turn.turn})
@@ -850,6 +853,14 @@ class SessionActor(CoxActor):
                 self._finish(StopReason.END_TURN)
             return
         self._dispatch(turn, uses, cut=result.stop == "max_tokens")
+
+    def _finish_cut(self, turn: Turn) -> None:
+        """A reply cut by ``max_tokens`` with no tool call ends the turn with a note (cod's stop
+        table), never as a plain ``end_turn`` that reads like a finished answer."""
+        note = ("the reply was cut off at the model's output limit (max_tokens), so it may be incomplete; "
+                "ask to continue, or for a shorter answer")
+        self.emit(m.Notice(level="warning", message=note))
+        self._finish(StopReason.MAX_TOKENS, note)
 
     def _dispatch(self, turn: Turn, uses: list[dict[str, Any]], cut: bool) -> None:
         turn.calls = []
@@ -1186,7 +1197,7 @@ class SessionActor(CoxActor):
             return
         # Messages typed too late for this turn's last step start the next turn, in order.
         self.pending_inputs.extend(turn.steer)
-        if stop is StopReason.END_TURN and self._context_full():
+        if stop in (StopReason.END_TURN, StopReason.MAX_TOKENS) and self._context_full():
             if self._start_compaction(None, None):
                 return
         self._drain_pending()

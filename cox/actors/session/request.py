@@ -3,7 +3,7 @@
     system[0]  tool schemas, sorted by name ........ byte-stable
     system[1]  cox system prompt (versioned, no date) byte-stable
     system[2]  instruction files (AGENTS.md, CLAUDE.md) byte-stable
-    system[3]  volatile: date, cwd ................. changes
+    system[3]  volatile: date, cwd, branch ......... changes
     messages   the normalised history
 
 The first three blocks are computed once per session (and again only when the tool set really
@@ -69,33 +69,49 @@ def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024, reads: Any = None
 
 
 def volatile_block(cwd: Path, extra: dict[str, Any] | None = None) -> str:
-    lines = [f"date: {datetime.date.today().isoformat()}", f"cwd: {cwd}"]
+    """What may change between requests of one session, last so it never breaks the cached prefix."""
+    from .context_branch import branch_line
+
+    lines = [f"date: {datetime.date.today().isoformat()}", f"cwd: {cwd}", branch_line(cwd)]
     for k, v in (extra or {}).items():
         lines.append(f"{k}: {v}")
     return "\n".join(lines)
 
 
 def microcompact(history: list[dict[str, Any]], turn: int, after_turns: int) -> list[dict[str, Any]]:
-    """Tool results from ``after_turns`` or more turns ago that were archived become a pointer
-    and a one-line summary. Only what is sent shrinks: the history and the rollout keep them."""
+    """Tool results from ``after_turns`` or more turns ago become a pointer to their archived
+    output and a one-line summary (every result is archived, small ones inline in cox.db). A
+    result no longer than its pointer is its own summary and stays. Only what is sent shrinks:
+    the history and the rollout keep them."""
     if after_turns <= 0:
         return history
     cutoff = turn - after_turns
     out: list[dict[str, Any]] = []
     for msg in history:
         if msg["role"] == "user" and msg.get("_turn", turn) <= cutoff:
-            blocks = []
-            for b in msg["content"]:
-                if b.get("type") == "tool_result" and b.get("_archive"):
-                    text = str(b.get("content", ""))
-                    first = next((x.strip() for x in text.splitlines() if x.strip()), "")[:120]
-                    n = text.count("\n") + 1
-                    b = {**b, "content": f"[earlier result of {b.get('_label', 'a tool call')} ({n} lines), "
-                                        f"starting: {first} … expand #{b['_archive']} to see it]"}
-                blocks.append(b)
-            msg = {**msg, "content": blocks}
+            msg = {**msg, "content": [_pointed(b) for b in msg["content"]]}
         out.append(msg)
     return out
+
+
+LABEL_MAX = 80
+"""A call's label in a pointer is cut here: a long command line must not make the pointer big."""
+
+
+def _pointed(block: dict[str, Any]) -> dict[str, Any]:
+    if block.get("type") != "tool_result" or not block.get("_archive"):
+        return block
+    text = str(block.get("content", ""))
+    label = " ".join(str(block.get("_label", "a tool call")).split())
+    if len(label) > LABEL_MAX:
+        label = label[:LABEL_MAX] + "…"
+    first = next((x.strip() for x in text.splitlines() if x.strip()), "")[:120]
+    n = text.count("\n") + 1
+    pointer = (f"[earlier result of {label} ({n} line{'s' if n != 1 else ''}), starting: {first} … "
+               f"expand #{block['_archive']} to see it]")
+    if len(pointer) >= len(text):
+        return block
+    return {**block, "content": pointer}
 
 
 def _last_turn_end(sent: list[dict[str, Any]], messages: list[dict[str, Any]], turn: int) -> list[tuple[int, int]]:

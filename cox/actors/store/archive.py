@@ -1,7 +1,9 @@
-"""The lossless output archive: every big tool output is kept whole, the model sees a cap.
+"""The lossless output archive: every tool output is kept whole, the model sees a cap.
 
-Outputs up to 16 KiB live inline in cox.db; larger ones in ``archive/<id>`` with the index row
-in the db. ``cox expand <id> [--lines a-b]`` reads them back.
+Every result gets an id, small ones too, so microcompaction can send any old result as a
+pointer to it. Outputs up to 16 KiB live inline in cox.db; larger ones in ``archive/<id>`` with
+the index row in the db. ``cox expand <id> [--lines a-b]`` reads them back, byte for byte as the
+tool produced them (bash: what the command printed, without cox's ``[exit code N]`` footer).
 """
 
 from __future__ import annotations

@@ -124,36 +124,21 @@ def root_hash(root: Path) -> str:
 
 
 def find_user_repo(root: Path) -> UserRepo | None:
-    """The repository ``root`` lives in, found by reading ``.git`` entries (a folder, or a file
-    saying ``gitdir: …`` for worktrees and submodules, whose ``commondir`` names the shared
-    folder). Running ``git rev-parse`` there would read the user's config, which can run commands."""
-    for d in (root, *root.parents):
-        dotgit = d / ".git"
-        try:
-            if dotgit.is_dir():
-                gitdir = dotgit
-            elif dotgit.is_file():
-                text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-                if not text.startswith("gitdir:"):
-                    return None
-                gitdir = Path(text[len("gitdir:"):].strip())
-                if not gitdir.is_absolute():
-                    gitdir = d / gitdir
-            else:
-                continue
-            common = gitdir
-            commondir = gitdir / "commondir"
-            if commondir.is_file():
-                c = Path(commondir.read_text(encoding="utf-8", errors="replace").strip())
-                common = c if c.is_absolute() else gitdir / c
-            objects = (common / "objects").resolve()
-            if not objects.is_dir():
-                return None
-            exclude = common / "info" / "exclude"
-            return UserRepo(objects, exclude.resolve() if exclude.is_file() else None)
-        except OSError:
+    """The repository ``root`` lives in (see :func:`cox.gitdirs.git_dirs`): its objects and its
+    exclude file."""
+    from cox.gitdirs import git_dirs
+
+    found = git_dirs(root)
+    if found is None:
+        return None
+    try:
+        objects = (found[1] / "objects").resolve()
+        if not objects.is_dir():
             return None
-    return None
+        exclude = found[1] / "info" / "exclude"
+        return UserRepo(objects, exclude.resolve() if exclude.is_file() else None)
+    except OSError:
+        return None
 
 
 def clean_env(home: Path, path: str | None = None) -> dict[str, str]:

@@ -422,22 +422,27 @@ def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event
 
 def _result(code: int, out: Spool, err: Spool, timeout: float, timed_out: bool, killed: bool,
             env: ToolEnv) -> ToolResult:
+    """What the command printed (stdout, then stderr under a ``[stderr]`` line), followed by
+    cox's own lines (timed out, interrupted, ``[exit code N]``) for the model. The archive gets
+    the printed bytes alone, exactly as they came, so ``cox expand ID > file`` is the output."""
     archive = env.extra.get("archive")
     archive_id: str | None = None
     total = out.size + err.size
-    if (out.spilled or err.spilled) and archive is not None:
-        data = out.read() + (b"\n[stderr]\n" + err.read() if err.size else b"")
-        archive_id = archive(data)
-        text = cap(data.decode("utf-8", "replace"), archive_id)
-        parts = [text]
+    o, e = out.read(), err.read()
+    printed = o + ((b"[stderr]\n" if o.endswith(b"\n") else b"\n[stderr]\n") if o and e else b"") + e
+    if archive is not None:  # nothing printed is archived too: its id expands to nothing, never to the footer
+        try:
+            archive_id = archive(printed)
+        except Exception:  # the session archives what the model sees instead, or says it could not
+            archive_id = None
+    if (out.spilled or err.spilled) and archive_id is not None:
+        parts = [cap(printed.decode("utf-8", "replace"), archive_id)]
     else:
-        o = out.read().decode("utf-8", "replace")
-        e = err.read().decode("utf-8", "replace")
         parts = []
         if o:
-            parts.append(o.rstrip("\n"))
+            parts.append(o.decode("utf-8", "replace").rstrip("\n"))
         if e:
-            parts.append(("[stderr]\n" if o else "") + e.rstrip("\n"))
+            parts.append(("[stderr]\n" if o else "") + e.decode("utf-8", "replace").rstrip("\n"))
     if timed_out:
         parts.append(f"[timed out after {timeout:g} s; the command and its children were killed]")
     elif killed:
@@ -445,4 +450,5 @@ def _result(code: int, out: Spool, err: Spool, timeout: float, timed_out: bool, 
     parts.append(f"[exit code {code}]")
     status = ToolStatus.OK if code == 0 and not timed_out else ToolStatus.ERROR
     return ToolResult(status=status, visible="\n".join(parts), exit_code=code, archive_id=archive_id,
-                      total_bytes=total if archive_id else None, meta={"timed_out": timed_out})
+                      total_bytes=total if archive_id and (out.spilled or err.spilled) else None,
+                      meta={"timed_out": timed_out})

@@ -1,8 +1,8 @@
 """The ToolCall actor: one per tool call.
 
 It runs the tool in its own thread, so a slow or stuck tool never blocks the session, turns any
-exception into an error result the model can read, archives a big output whole before capping
-what the model sees, and tells the session ``("tool_done", gen, call_id, result)`` exactly once.
+exception into an error result the model can read, archives every output whole before capping
+what the model sees of a big one, and tells the session ``("tool_done", gen, call_id, result)`` exactly once.
 If the actor dies without that message, its supervisor's exit report reaches the session, which
 fills in an error result instead.
 """
@@ -24,9 +24,6 @@ from .base import BaseTool, ToolEnv, ToolInputError
 from .visible import cap, needs_cap
 
 ArchivePut = Callable[[bytes], str]
-
-ARCHIVE_FROM = 2048
-"""Results at least this long are archived even when shown whole (microcompaction points at them)."""
 
 
 class ToolCallActor(CoxActor):
@@ -115,25 +112,27 @@ class ToolCallActor(CoxActor):
         return self._cap(result)
 
     def _cap(self, result: ToolResult) -> ToolResult:
+        """Every result is archived before the model sees it (small ones inline in cox.db), so
+        each has an id: microcompaction later sends a pointer in its place, and ``cox expand``
+        gives it back. A tool that archived its own bytes (bash: what the command printed,
+        without cox's footer) keeps that id; a result too big to show whole is capped around it."""
         max_bytes = self.limits.get("visible_max_bytes", 16384)
-        if self.archive_put is None or result.archive_id is not None:
+        if self.archive_put is None:
             return result
-        if not needs_cap(result.visible, max_bytes):
-            if len(result.visible) < ARCHIVE_FROM:
-                return result
-            # Kept whole for now, archived so microcompaction can later send a pointer instead.
+        big = needs_cap(result.visible, max_bytes)
+        if result.archive_id is None and result.visible:
+            data = result.visible.encode("utf-8", "replace")
             try:
-                archive_id = self.archive_put(result.visible.encode("utf-8", "replace"))
-            except Exception:
-                return result
-            return replace(result, archive_id=archive_id)
-        data = result.visible.encode("utf-8", "replace")
-        try:
-            archive_id = self.archive_put(data)
-        except Exception as exc:
-            # Losing the full output silently is worse than a big message: say so.
-            return replace(result, visible=cap(result.visible, "unavailable", max_bytes=max_bytes)
-                           + f"\n[archive failed: {exc}]")
-        visible = cap(result.visible, archive_id, head=self.limits.get("output_head_lines", 40),
+                result = replace(result, archive_id=self.archive_put(data))
+            except Exception as exc:
+                if not big:
+                    return result  # shown whole: nothing is lost
+                # Losing the full output silently is worse than a big message: say so.
+                return replace(result, visible=cap(result.visible, "unavailable", max_bytes=max_bytes)
+                               + f"\n[archive failed: {exc}]")
+        if not big or result.archive_id is None:
+            return result
+        visible = cap(result.visible, result.archive_id, head=self.limits.get("output_head_lines", 40),
                       tail=self.limits.get("output_tail_lines", 40), max_bytes=max_bytes)
-        return replace(result, visible=visible, archive_id=archive_id, total_bytes=len(data))
+        total = result.total_bytes or len(result.visible.encode("utf-8", "replace"))
+        return replace(result, visible=visible, total_bytes=total)

@@ -330,7 +330,7 @@ class Model:
         else:
             block.state = "error"
             parts.append(f"exit {r.exit_code}" if r.exit_code is not None else (_first_line(r.visible) or "error"))
-        if r.archive_id:
+        if r.archive_id and r.total_bytes is not None:  # every result has an id; a row names it when cut
             parts.append(f"expand #{r.archive_id}")
         block.detail = " · ".join(parts)
         block.touch()
