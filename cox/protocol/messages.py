@@ -157,6 +157,16 @@ class ToolCallRequested(Record):
 
 
 @record
+class ToolCallEdited(Record):
+    """The person edited a call's input at approval (``Approve{decision: edit}``): ``call`` is
+    the call as it will run (same id, new input, re-described subject and risk), so a surface
+    shows what runs rather than what the model first asked for."""
+
+    type: Literal["tool_call_edited"] = "tool_call_edited"
+    call: ToolCall
+
+
+@record
 class ApprovalRequired(Record):
     type: Literal["approval_required"] = "approval_required"
     call: ToolCall
@@ -269,6 +279,7 @@ Event = (
     | ThinkingDelta
     | AssistantMessage
     | ToolCallRequested
+    | ToolCallEdited
     | ApprovalRequired
     | ToolCallOutput
     | ToolCallDone

@@ -32,6 +32,7 @@ EVENTS = [
     m.ThinkingDelta(text="hmm"),
     m.AssistantMessage(turn=1, content=[{"type": "text", "text": "x"}]),
     m.ToolCallRequested(call=CALL),
+    m.ToolCallEdited(call=CALL),
     m.ApprovalRequired(call=CALL, reason="write needs approval"),
     m.ToolCallOutput(call_id="c1", chunk="..."),
     m.ToolCallDone(call_id="c1", result=ToolResult(visible="wrote 3 bytes to hello.txt", meta={"bytes": 3})),

@@ -798,3 +798,22 @@ def test_frozen_chunks_render_their_markup_only_when_drawn() -> None:
     assert chunk._source is not None  # nothing rendered yet
     assert chunk.render((40,)).rows() == 3 and chunk._source is None
     assert ("md_h", 5) in chunk.get_text()[1]
+
+
+def test_an_edited_call_shows_the_edited_input_live_and_on_replay() -> None:
+    model = Model()
+    model.status.cwd = "/ws"
+    model.apply(m.ToolCallRequested(call=_call("e1", subject="touch /ws/original.txt")))
+    model.apply(m.ApprovalRequired(call=_call("e1", subject="touch /ws/original.txt"), reason="no rule"))
+    model.apply(m.ToolCallEdited(call=_call("e1", subject="touch /ws/edited.txt")))
+    row = model.tools["e1"]
+    assert row.subject == "touch edited.txt" and "original" not in model.plain()
+    model.apply(m.ToolCallDone(call_id="e1", result=ToolResult(visible=""), duration_ms=100))
+    assert "✓ bash  touch edited.txt  edited · 0.1 s · 0 lines" in model.plain()
+    replayed = Model()
+    replayed.status.cwd = "/ws"
+    replayed.replay([m.to_dict(e) for e in (
+        m.ToolCallRequested(call=_call("e1", subject="touch /ws/original.txt")),
+        m.ToolCallEdited(call=_call("e1", subject="touch /ws/edited.txt")),
+        m.ToolCallDone(call_id="e1", result=ToolResult(visible="")))])
+    assert "touch edited.txt  edited" in replayed.plain() and "original" not in replayed.plain()

@@ -454,6 +454,7 @@ class SessionActor(CoxActor):
             if sub.decision is Decision.EDIT and sub.edited_input is not None:
                 call = self._describe(replace(call, input=sub.edited_input))
                 self._replace_call(turn, call)
+                self.emit(m.ToolCallEdited(call=call))
             turn.queued.append(call)
         self._schedule(turn)
         self._maybe_next(turn)

@@ -30,7 +30,7 @@ from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
 from . import markdown
-from .model import Block, Model, relative, tool_line
+from .model import Block, Model, relative, tool_line, tool_tail
 from .question import Questions
 
 FRAME_S = 1 / 30
@@ -187,7 +187,7 @@ def render_block(b: Block, expanded: bool = False, selected: bool = False) -> li
         mark = tool_line(b).split(" ", 1)[0]
         out: list[tuple[str, str]] = [(f"tool_{b.state}", mark + " "), ("tool_name", b.name),
                                       ("assistant", f"  {b.subject[:70]}  ")]
-        out.append((f"tool_{b.state}", b.detail or ("waiting for approval" if b.state == "waiting" else "running…")))
+        out.append((f"tool_{b.state}", tool_tail(b)))
         if b.state == "running" and b.last_line:
             out.append(("dim", "\n    ⎿ " + b.last_line))
         elif expanded and b.output.strip():

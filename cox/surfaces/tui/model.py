@@ -44,6 +44,7 @@ class Block:
     detail: str = ""
     last_line: str = ""
     output: str = ""  # the result's visible text (sanitized), shown when rows are expanded
+    edited: bool = False  # the person edited the input at approval: subject is the edited call's
     level: str = "info"
     # thinking blocks: unfolded on their own (Ctrl+T), apart from Ctrl+O's expand-everything
     unfolded: bool = False
@@ -131,10 +132,15 @@ class Model:
             self.deltas(t, [event.text])
         elif t == "tool_call_requested":
             call = event.call
-            subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), st.cwd)
             self.tools[call.id] = self.add("tool", "", call_id=call.id, name=sanitize(call.name),
-                                           subject=sanitize(_one_line(subject)))
+                                           subject=self._subject(call))
             self._running()
+        elif t == "tool_call_edited":
+            edited = self.tools.get(event.call.id)
+            if edited is not None:  # the row shows what runs, not what the model first asked for
+                edited.subject = self._subject(event.call)
+                edited.edited = True
+                edited.touch()
         elif t == "approval_required":
             waiting = self.tools.get(event.call.id)
             if waiting is not None:
@@ -212,6 +218,10 @@ class Model:
             else:
                 self._close()
 
+    def _subject(self, call: Any) -> str:
+        subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), self.status.cwd)
+        return sanitize(_one_line(subject))
+
     def deltas(self, kind: str, texts: list[str]) -> None:
         """Extend the open reply (``text_delta``) or thinking (``thinking_delta``) block with a run
         of deltas at once: the UI applies a frame's worth of deltas with one join, not one string
@@ -256,7 +266,7 @@ class Model:
                 self.add("user", sanitize(str(raw.get("text", ""))), acked=True)
                 shown += 1
                 continue
-            if kind not in ("tool_call_requested", "tool_call_done", "usage", "compacted", "rewound", "turn_done",
+            if kind not in ("tool_call_requested", "tool_call_edited", "tool_call_done", "usage", "compacted", "rewound", "turn_done",
                             "error", "turn_started"):
                 continue
             try:
@@ -356,8 +366,14 @@ MARKS = {"running": "●", "waiting": "?", "ok": "✓", "error": "✗", "denied"
 
 def tool_line(b: Block) -> str:
     mark = MARKS.get(b.state, "●")
+    return f"{mark} {b.name}  {_one_line(b.subject, 70)}  {tool_tail(b)}"
+
+
+def tool_tail(b: Block) -> str:
+    """What follows a tool row's subject: its state or result, ``edited`` first when the person
+    changed the input at approval."""
     tail = b.detail or ("waiting for approval" if b.state == "waiting" else "running…")
-    return f"{mark} {b.name}  {_one_line(b.subject, 70)}  {tail}"
+    return f"edited · {tail}" if b.edited else tail
 
 
 def render_plain(b: Block) -> str:
