@@ -5,7 +5,6 @@ tmux's escape-time."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
