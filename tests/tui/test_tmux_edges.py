@@ -5,6 +5,7 @@ tmux's escape-time."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,3 +32,27 @@ def test_an_edited_command_is_what_the_row_shows(tui: Any) -> None:
     assert "✓ bash  touch edited.txt  edited ·" in screen and "original.txt" not in screen
     after = t.quit()
     assert "touch edited.txt" in after and "original.txt" not in after  # and in the printed transcript
+
+
+def test_exit_prints_the_session_id_and_a_resume_command_that_works(tui: Any, cox_home: Path) -> None:
+    t = tui([{"text": "First."}], cli=True)
+    t.wait("Shift+Tab mode")
+    t.send("hi")
+    t.wait("First.")
+    t.wait(lambda s: "working" not in s)
+    after = t.quit()
+    (sid,) = sorted(p.stem for p in (cox_home / "sessions").glob("*.jsonl"))
+    assert f"session {sid} · resume with: cox --resume {sid}" in after
+    assert after.index("cox › First.") < after.index("resume with:")  # last, under the transcript
+    t.close()
+    t = tui([{"text": "Second."}], cli=True, extra=f"--resume {sid}")  # the printed command, run
+    screen = t.wait("resumed session")
+    assert "First." in screen
+    t.quit()
+
+
+def test_no_resume_hint_when_no_turn_ran(tui: Any) -> None:
+    t = tui([{"text": "unused"}])
+    t.wait("Shift+Tab mode")
+    after = t.quit()
+    assert "resume with" not in after

@@ -74,7 +74,7 @@ class Tmux:
         self.name = "tui"
         envs = {"COX_HOME": str(home), "TERM": "xterm-256color", **(env or {})}
         # cli: the real `cox` command (which picks the TUI on a terminal); else the TUI's own demo launcher
-        program = (f"-m cox.surfaces.cli --script {self.script} --cwd {self.ws}" if cli else
+        program = (f"-m cox.surfaces.cli --script {self.script} --cwd {self.ws} {extra}" if cli else
                    f"-m cox.surfaces.tui.demo --script {self.script} --cwd {self.ws} --mode {mode} {extra}")
         # The server ends itself when this test process dies (a killed run), or 120 s after the
         # program exited (the screen stays readable meanwhile).

@@ -416,9 +416,17 @@ class TUI:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
             if print_transcript:
-                sys.stdout.write(self.model.plain())
+                sys.stdout.write(self.model.plain() + self.resume_hint())
                 sys.stdout.flush()
         return self.exit_code
+
+    def resume_hint(self) -> str:
+        """The line printed last on exit: this session's id and the command that continues it
+        (nothing when no turn ran: there is nothing to continue)."""
+        if self.model.status.turn <= 0:
+            return ""
+        sid = sanitize(str(self.handle.session_id))
+        return f"session {sid} · resume with: cox --resume {sid}\n"
 
     def _editor_instead(self) -> None:
         self.handle.submit(m.SetMode(preset="editor"))
