@@ -56,3 +56,20 @@ def test_no_resume_hint_when_no_turn_ran(tui: Any) -> None:
     t.wait("Shift+Tab mode")
     after = t.quit()
     assert "resume with" not in after
+
+
+def test_ctrl_c_on_an_empty_composer_asks_before_quitting(tui: Any) -> None:
+    t = tui([{"text": "Here."}])
+    t.wait("Shift+Tab mode")
+    t.send("hi")
+    t.wait("Here.")
+    t.wait(lambda s: "working" not in s)
+    t.keys("C-c")
+    t.wait("press Ctrl+C again to quit")
+    t.wait(lambda s: "press Ctrl+C again" not in s and "Shift+Tab mode" in s)  # the window passed
+    t.keys("C-c")  # a lone Ctrl+C after the window asks again, it does not quit
+    screen = t.wait("press Ctrl+C again to quit")
+    assert "EXITED" not in screen and "Here." in screen
+    t.keys("C-c")
+    after = t.wait("EXITED 0")
+    assert "cox › Here." in after  # the transcript is printed as on /quit

@@ -40,10 +40,11 @@ MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermiss
 COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
 REWIND_WHAT = ("code", "conversation", "both")
 ESC_ESC_S = 0.8  # two Esc presses this close together on an empty composer open /rewind
+CTRL_C_S = 2.0  # a second Ctrl+C this soon after the first, on an empty composer, quits
 WALK_LIMIT = 5000  # files listed for @path completion outside a git repository
 
 HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /commands and @paths · "
-        "Esc interrupt · Esc Esc rewind · Shift+Tab mode · Ctrl+O expand all tool output and thinking · "
+        "Esc interrupt · Esc Esc rewind · Ctrl+C clear the composer (twice on an empty one: quit) · Shift+Tab mode · Ctrl+O expand all tool output and thinking · "
         "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
         "PgUp/PgDn scroll · Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
@@ -354,6 +355,7 @@ class TUI:
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
         self._last_esc = 0.0
+        self._last_ctrl_c = -CTRL_C_S  # the first Ctrl+C on an empty composer only asks
         self.exit_code = 0
         self.history: list[str] = []
         self.hist_pos = 0
@@ -440,10 +442,22 @@ class TUI:
                 pass
 
     def ctrl_c(self) -> None:
+        """Ctrl+C, as in Claude Code: interrupts a running turn; else clears a composer with text
+        in it; on an empty composer quits only when pressed twice within ``CTRL_C_S`` (the first
+        says so in the hint line)."""
         if self.model.status.turn_running:
             self.handle.interrupt()
-        else:
+            return
+        if self.composer.edit_text:
+            self.composer.set_edit_text("")
+            self._last_ctrl_c = 0.0
+        elif time.monotonic() - self._last_ctrl_c < CTRL_C_S:
             raise urwid.ExitMainLoop
+        else:
+            self._last_ctrl_c = time.monotonic()
+            if self.loop is not None:  # the hint goes back once the window has passed
+                self.loop.set_alarm_in(CTRL_C_S, lambda *_: self.refresh())
+        self.refresh()
 
     def _input_filter(self, keys: list[Any], raw: list[int]) -> list[Any]:
         """urwid names both CR and LF "enter"; the raw codes tell Ctrl+J (LF) apart."""
@@ -677,6 +691,8 @@ class TUI:
     def hint_text(self) -> str:
         if self.completions:
             return self.completions
+        if time.monotonic() - self._last_ctrl_c < CTRL_C_S and not self.composer.edit_text:
+            return "press Ctrl+C again to quit (Ctrl+D quits too)"
         if self.model.status.turn_running:
             return "Esc interrupt · typing now queues a message for the running turn"
         return "Enter send · Ctrl+J newline · Shift+Tab mode · /help · Ctrl+D quit"
