@@ -817,3 +817,46 @@ def test_an_edited_call_shows_the_edited_input_live_and_on_replay() -> None:
         m.ToolCallEdited(call=_call("e1", subject="touch /ws/edited.txt")),
         m.ToolCallDone(call_id="e1", result=ToolResult(visible="")))])
     assert "touch edited.txt  edited" in replayed.plain() and "original" not in replayed.plain()
+
+
+def _live_turn(model: Model, n: int, text: str, reply: str) -> None:
+    model.typed(text, queued=False)
+    model.apply(m.TurnStarted(turn=n))
+    model.apply(m.UserMessage(turn=n, text=text))
+    model.apply(m.TextDelta(text=reply))
+    model.apply(m.TurnDone(turn=n, stop=StopReason.END_TURN))
+
+
+def test_a_rewind_of_the_conversation_takes_the_later_turns_off_the_transcript() -> None:
+    model = Model()
+    _live_turn(model, 1, "ask one", "Answer one.")
+    _live_turn(model, 2, "ask two", "Answer two.")
+    _live_turn(model, 3, "ask three", "Answer three.")
+    model.apply(m.Rewound(to_turn=3, what="code"))  # files only: the conversation stays
+    assert "Answer three." in model.plain()
+    model.apply(m.Rewound(to_turn=2, what="conversation"))
+    text = model.plain()
+    assert "ask one" in text and "Answer one." in text
+    assert "ask two" not in text and "Answer two." not in text and "Answer three." not in text
+    assert text.rstrip().endswith("rewound to turn 2 (conversation)")
+    _live_turn(model, 4, "ask four", "Answer four.")
+    model.apply(m.Rewound(to_turn=4, what="both"))
+    assert "ask four" not in model.plain() and "Answer one." in model.plain()
+
+
+def test_the_tui_redraws_the_transcript_after_a_rewind() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle())
+    for n, word in ((1, "one"), (2, "two")):
+        ui.model.typed(f"ask {word}", queued=False)
+        for e in (m.TurnStarted(turn=n), m.UserMessage(turn=n, text=f"ask {word}"),
+                  m.AssistantMessage(turn=n, content=[]), m.TurnDone(turn=n, stop=StopReason.END_TURN)):
+            ui.on_event(e)
+        ui.model.deltas("text_delta", [f"Answer {word}."])
+        ui.refresh()
+    ui.on_event(m.Rewound(to_turn=2, what="both"))
+    ui.refresh()
+    shown = "\n".join(str(w.text) for w in ui.walker if hasattr(w, "text"))
+    assert "Answer one." in shown and "Answer two." not in shown and "ask two" not in shown
+    assert len(ui._views) == len(ui.model.blocks)

@@ -73,3 +73,23 @@ def test_ctrl_c_on_an_empty_composer_asks_before_quitting(tui: Any) -> None:
     t.keys("C-c")
     after = t.wait("EXITED 0")
     assert "cox › Here." in after  # the transcript is printed as on /quit
+
+
+def test_rewound_turns_leave_the_screen_and_the_printed_transcript(tui: Any) -> None:
+    t = tui([{"text": "Answer one."}, {"text": "Answer two."}, {"text": "Answer three."}])
+    t.wait("Shift+Tab mode")
+    for word in ("one", "two"):
+        t.send(f"ask {word}")
+        t.wait(f"Answer {word}.")
+        t.wait(lambda s: "working" not in s)
+    t.send("/rewind 2 conversation")
+    screen = t.wait("rewound to turn 2 (conversation)")
+    assert "› ask one" in screen and "Answer one." in screen
+    assert "ask two" not in screen and "Answer two." not in screen
+    t.send("ask three")
+    screen = t.wait("Answer three.")
+    assert "Answer two." not in screen
+    t.wait(lambda s: "working" not in s)
+    after = t.quit()
+    assert "cox › Answer one." in after and "cox › Answer three." in after
+    assert "Answer two." not in after and "ask two" not in after

@@ -620,8 +620,11 @@ class TUI:
         self.refresh()
 
     def on_event(self, event: Any) -> None:
+        cuts = self.model.cuts
         self.model.apply(event)
         t = event.type
+        if self.model.cuts != cuts:
+            self.rebuild_views()  # a rewind took turns back: their widgets go too
         if t in ("turn_done", "rewound"):
             self.refresh_git()  # the turn (or the rewind) may have changed files
         if t == "question":
@@ -643,6 +646,13 @@ class TUI:
             self.show_modal()
 
     # ------------------------------------------------------------ drawing
+
+    def rebuild_views(self) -> None:
+        """Forget every block's widgets; the next refresh draws the model's blocks afresh."""
+        self._views.clear()
+        self.walker.clear()
+        if self.selected is not None and self.selected not in self.model.blocks:
+            self.selected = None
 
     def refresh(self) -> None:
         for i, block in enumerate(self.model.blocks):
@@ -872,8 +882,7 @@ class TUI:
             self.model.add("notice", "no subagents run yet")
         elif word == "clear":
             self.model.clear()
-            self._views.clear()
-            self.walker.clear()
+            self.rebuild_views()
         else:
             self.model.add("notice", f"unknown command /{word}; /help lists them")
 

@@ -98,7 +98,9 @@ class Model:
     status: Status = field(default_factory=Status)
     tools: dict[str, Block] = field(default_factory=dict)
     asking: dict[str, str] = field(default_factory=dict)  # open question id -> who asks (for its close)
+    starts: dict[int, int] = field(default_factory=dict)  # turn -> index of its first block (what a rewind cuts)
     _open: Block | None = None  # the assistant/thinking block a delta extends
+    cuts: int = 0  # bumped when blocks are dropped from the middle on: the views are rebuilt
 
     # ------------------------------------------------------------ local actions
 
@@ -126,6 +128,11 @@ class Model:
         elif t == "turn_started":
             st.turn = event.turn
             st.turn_running = True
+            start = len(self.blocks)
+            while start and self.blocks[start - 1].kind == "user" and not self.blocks[start - 1].acked \
+                    and not self.blocks[start - 1].queued:
+                start -= 1  # the message the person just sent (shown before the session echoes it) opens the turn
+            self.starts[event.turn] = start
         elif t == "user_message":
             self._user_message(event)
         elif t in ("text_delta", "thinking_delta"):
@@ -186,6 +193,8 @@ class Model:
         elif t == "compacted":
             self.add("notice", f"compacted: {event.before_tokens} → {event.after_tokens} tokens")
         elif t == "rewound":
+            if event.what in ("conversation", "both") and event.to_turn in self.starts:
+                self._cut(self.starts[event.to_turn])  # the turns taken back leave the screen and the transcript
             self.add("notice", f"rewound to turn {event.to_turn} ({event.what})")
         elif t == "checkpoint":
             pass
@@ -243,18 +252,8 @@ class Model:
         from cox.protocol.messages import ProtocolError, decode_event
 
         shown = 0
-        starts: dict[int, int] = {}  # turn -> index of its first block
         for raw in events:
             kind = raw.get("type")
-            if kind == "turn_started":
-                turn = raw.get("turn")
-                if isinstance(turn, int):
-                    starts[turn] = len(self.blocks)
-            elif kind == "rewound" and raw.get("what", "both") in ("conversation", "both"):
-                to = raw.get("to_turn")
-                if isinstance(to, int) and to in starts:
-                    self._cut(starts[to])
-                    starts = {t: i for t, i in starts.items() if t < to}
             if kind == "assistant_message":
                 text = "".join(str(b.get("text", "")) for b in raw.get("content", [])
                                if isinstance(b, dict) and b.get("type") == "text")
@@ -285,11 +284,14 @@ class Model:
         return shown
 
     def _cut(self, index: int) -> None:
-        """Drop the blocks from ``index`` on (a rewound part of a replayed transcript)."""
+        """Drop the blocks from ``index`` on (the turns a rewind of the conversation took back,
+        live or in a replayed transcript)."""
         gone = {id(b) for b in self.blocks[index:]}
         del self.blocks[index:]
         self.tools = {k: b for k, b in self.tools.items() if id(b) not in gone}
+        self.starts = {t: i for t, i in self.starts.items() if i < index}
         self._open = None
+        self.cuts += 1
 
     def _close(self) -> None:
         """No delta extends the open block any more (it is drawn as finished)."""
@@ -301,6 +303,7 @@ class Model:
     def clear(self) -> None:
         """/clear: forget the visible transcript (the session's history is untouched)."""
         self.blocks.clear()
+        self.starts.clear()
         self._open = None
         self.tools = {k: b for k, b in self.tools.items() if b.state in ("running", "waiting")}
         self.blocks.extend(self.tools.values())
