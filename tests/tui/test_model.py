@@ -860,3 +860,28 @@ def test_the_tui_redraws_the_transcript_after_a_rewind() -> None:
     shown = "\n".join(str(w.text) for w in ui.walker if hasattr(w, "text"))
     assert "Answer one." in shown and "Answer two." not in shown and "ask two" not in shown
     assert len(ui._views) == len(ui.model.blocks)
+
+
+def _usage(cost: float, tokens: int, total: tuple[float, int]) -> m.UsageEvent:
+    return m.UsageEvent(usage=Usage(model="x", input_tokens=tokens, output_tokens=1, cost_usd=cost),
+                        session_total=Usage(model="x", input_tokens=total[1], output_tokens=total[1] // tokens,
+                                            cost_usd=total[0]))
+
+
+def test_the_session_cost_goes_on_from_the_earlier_runs_after_a_resume() -> None:
+    started = m.to_dict(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[]))
+    earlier = [started, m.to_dict(_usage(0.5, 100, (0.5, 100))), m.to_dict(_usage(0.25, 100, (0.75, 200))),
+               {**started, "resumed": True}, m.to_dict(_usage(1.0, 100, (1.0, 100)))]  # one resume already
+    model = Model()
+    model.replay(earlier)
+    assert model.status.cost_usd == 1.75 and model.status.input_tokens == 300
+    model.apply(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[], resumed=True))
+    model.apply(_usage(0.5, 100, (0.5, 100)))  # this run's totals start again at zero
+    assert model.status.cost_usd == 2.25 and model.status.input_tokens == 400
+    model.apply(_usage(0.25, 100, (0.75, 200)))
+    assert model.status.cost_usd == 2.5 and model.status.input_tokens == 500
+    carried = Model()
+    carried.replay(earlier[:3])
+    carried.apply(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[], resumed=True))
+    carried.apply(_usage(0.25, 100, (1.0, 300)))  # a session that carries its totals over: not added twice
+    assert carried.status.cost_usd == 1.0 and carried.status.input_tokens == 300

@@ -93,3 +93,24 @@ def test_rewound_turns_leave_the_screen_and_the_printed_transcript(tui: Any) -> 
     after = t.quit()
     assert "cox › Answer one." in after and "cox › Answer three." in after
     assert "Answer two." not in after and "ask two" not in after
+
+
+def test_the_session_cost_goes_on_after_a_resume(tui: Any, cox_home: Path) -> None:
+    priced = {"usage": {"input_tokens": 100_000, "output_tokens": 1000}}  # $0.21 on claude-sonnet-5
+    t = tui([{"text": "First.", **priced}], model="claude-sonnet-5")
+    t.wait("Shift+Tab mode")
+    t.send("hi")
+    t.wait("First.")
+    t.wait(lambda s: "working" not in s and "$0.2100" in s)
+    t.quit()
+    t.close()
+    (sid,) = sorted(p.stem for p in (cox_home / "sessions").glob("*.jsonl"))
+    t = tui([{"text": "Second.", **priced}], model="claude-sonnet-5", extra=f"--resume {sid}")
+    t.wait(lambda s: "resumed session" in s and "$0.2100" in s)
+    t.send("again")
+    t.wait("Second.")
+    screen = t.wait(lambda s: "working" not in s)
+    assert "$0.4200" in screen  # the earlier run's cost and this one's, not this one's alone
+    t.send("/cost")
+    t.wait("session cost $0.4200 · tokens in 200.0k, out 2.0k")
+    t.quit()

@@ -101,6 +101,12 @@ class Model:
     starts: dict[int, int] = field(default_factory=dict)  # turn -> index of its first block (what a rewind cuts)
     _open: Block | None = None  # the assistant/thinking block a delta extends
     cuts: int = 0  # bumped when blocks are dropped from the middle on: the views are rebuilt
+    # A resumed session's totals before this run (cost, tokens in, out, cache read, written): the
+    # session's own totals restart at zero on a resume, so the status adds these to its totals.
+    # ``_earlier`` holds the totals shown when a run started until that run's first usage event
+    # shows whether the session restarted its count (then they become ``_base``) or carried it on.
+    _earlier: tuple[float, int, int, int, int] | None = None
+    _base: tuple[float, int, int, int, int] = (0.0, 0, 0, 0, 0)
 
     # ------------------------------------------------------------ local actions
 
@@ -121,6 +127,7 @@ class Model:
         t = event.type
         st = self.status
         if t == "session_started":
+            self._new_run()
             st.model = st.model or event.model
             st.mode = event.permission_mode.value
             st.cwd = st.cwd or event.cwd
@@ -181,9 +188,14 @@ class Model:
             st.context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens
             if event.session_total is not None:
                 tot = event.session_total
-                st.cost_usd = tot.cost_usd
-                st.input_tokens, st.output_tokens = tot.input_tokens, tot.output_tokens
-                st.cache_read_tokens, st.cache_write_tokens = tot.cache_read_tokens, tot.cache_write_tokens
+                if self._earlier is not None:  # the first usage since a resume's replay
+                    restarted = (tot.input_tokens, tot.output_tokens) == (u.input_tokens, u.output_tokens)
+                    self._base, self._earlier = (self._earlier if restarted else (0.0, 0, 0, 0, 0)), None
+                cost, tin, tout, cread, cwrite = self._base
+                st.cost_usd = cost + tot.cost_usd
+                st.input_tokens, st.output_tokens = tin + tot.input_tokens, tout + tot.output_tokens
+                st.cache_read_tokens = cread + tot.cache_read_tokens
+                st.cache_write_tokens = cwrite + tot.cache_write_tokens
             else:
                 st.cost_usd += u.cost_usd
                 st.input_tokens += u.input_tokens
@@ -227,6 +239,14 @@ class Model:
             else:
                 self._close()
 
+    def _new_run(self) -> None:
+        """A session (re)started: the totals shown so far are kept until its first usage event
+        says whether its own totals include them."""
+        st = self.status
+        if st.cost_usd or st.input_tokens or st.output_tokens:
+            self._earlier = (st.cost_usd, st.input_tokens, st.output_tokens, st.cache_read_tokens,
+                             st.cache_write_tokens)
+
     def _subject(self, call: Any) -> str:
         subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), self.status.cwd)
         return sanitize(_one_line(subject))
@@ -254,6 +274,9 @@ class Model:
         shown = 0
         for raw in events:
             kind = raw.get("type")
+            if kind == "session_started":
+                self._new_run()  # an earlier resume: its totals started again from zero
+                continue
             if kind == "assistant_message":
                 text = "".join(str(b.get("text", "")) for b in raw.get("content", [])
                                if isinstance(b, dict) and b.get("type") == "text")
