@@ -82,6 +82,19 @@ class SetMode(Record):
 
 
 @record
+class SetModel(Record):
+    """Run main turns on ``model`` from the next request on (``/model NAME``): a model the
+    session's provider serves; the session says in a notice what it switched to, or why not."""
+
+    type: Literal["set_model"] = "set_model"
+    model: str
+
+    def __post_init__(self) -> None:
+        if not self.model.strip() or any(c.isspace() for c in self.model):
+            raise ValueError(f"set_model needs a model name without spaces, got {self.model!r}")
+
+
+@record
 class Rewind(Record):
     type: Literal["rewind"] = "rewind"
     to_turn: int
@@ -95,7 +108,7 @@ class Shutdown(Record):
     type: Literal["shutdown"] = "shutdown"
 
 
-Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | Rewind | Shutdown
+Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | Shutdown
 
 # ---------------------------------------------------------------- events
 

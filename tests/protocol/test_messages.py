@@ -19,6 +19,7 @@ SUBMISSIONS = [
     m.Answer(question_id="q1", answer={"name": "x"}),
     m.Compact(focus="the parser"),
     m.SetMode(mode=PermissionMode.PLAN),
+    m.SetModel(model="claude-opus-4-8"),
     m.Rewind(to_turn=3, what="code"),
     m.Shutdown(),
 ]

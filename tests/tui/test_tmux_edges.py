@@ -114,3 +114,22 @@ def test_the_session_cost_goes_on_after_a_resume(tui: Any, cox_home: Path) -> No
     t.send("/cost")
     t.wait("session cost $0.4200 · tokens in 200.0k, out 2.0k")
     t.quit()
+
+
+def test_model_name_switches_the_next_request(tui: Any, tmp_path: Path) -> None:
+    dump = tmp_path / "requests.json"
+    t = tui([{"text": "On sonnet."}, {"text": "On opus."}], model="claude-sonnet-5",
+            env={"COX_SCRIPTED_DUMP": str(dump)})
+    t.wait("Shift+Tab mode")
+    t.send("hi")
+    t.wait("On sonnet.")
+    t.wait(lambda s: "working" not in s)
+    t.send("/model claude-opus-4-8")
+    screen = t.wait("model claude-opus-4-8: main turns on claude-opus-4-8 from the next request")
+    assert " claude-opus-4-8 · mode default" in screen  # the status line names the new model
+    t.send("again")
+    t.wait("On opus.")
+    assert [r["model"] for r in json.loads(dump.read_text())] == ["claude-sonnet-5", "claude-opus-4-8"]
+    t.send("/model")
+    t.wait("ℹ model claude-opus-4-8 · tier main")
+    t.quit()

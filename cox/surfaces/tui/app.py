@@ -48,7 +48,7 @@ HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /
         "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
         "PgUp/PgDn scroll · Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
-        "/rewind [N [code|conversation|both]] · /model · /cost · /agents · /clear · /help · /quit")
+        "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /clear · /help · /quit")
 
 # (name, foreground, background, mono)
 PALETTE: list[tuple[str, str, str, str]] = [
@@ -871,7 +871,14 @@ class TUI:
             self.handle.submit(m.Compact(focus=rest or None))
         elif word == "model":
             st = self.model.status
-            self.model.add("notice", f"model {st.model or 'unknown'} · tier {st.tier or 'main'} · mode {st.mode}")
+            if not rest:
+                self.model.add("notice", f"model {st.model or 'unknown'} · tier {st.tier or 'main'} · mode {st.mode}"
+                                         " · /model NAME switches main turns to NAME")
+            else:
+                try:
+                    self.handle.submit(m.SetModel(model=rest))  # the session's notice says what it did
+                except ValueError as exc:
+                    self.model.add("error", f"{exc}; /model NAME takes one model name")
         elif word == "cost":
             st = self.model.status
             cache = (f" · cache read {_k(st.cache_read_tokens)}, written {_k(st.cache_write_tokens)}"

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 _MODE_NOTICE = re.compile(r"permission mode (\w+)")
 _PRESET_NOTICE = re.compile(r"^mode (\w+): permission mode \w+, main turns on (\S+)")
+_MODEL_NOTICE = re.compile(r"^model \S+: main turns on (\S+) from the next request$")
 TIERS = {"architect": "think", "editor": "main"}
 
 
@@ -180,6 +181,9 @@ class Model:
             if preset:
                 st.tier = TIERS.get(preset.group(1), st.tier)
                 st.model = preset.group(2)
+            switched = _MODEL_NOTICE.search(msg)
+            if switched:  # /model NAME took effect: the status line names it
+                st.model = switched.group(1)
             self.add("notice", msg, level=event.level)
         elif t == "error":
             self.add("error", sanitize(event.message))
