@@ -302,13 +302,17 @@ def test_model_cost_agents_and_clear_commands() -> None:
         ui.composer.set_edit_text(cmd)
         ui.send()
     notes = [b.text for b in ui.model.blocks if b.kind == "notice"]
-    assert notes[0] == "model m1 · tier main · mode default"
+    assert notes[0] == "model m1 · tier main · mode default · /model NAME switches main turns to NAME"
     assert notes[1] == "session cost $0.0300 · tokens in 1.5k, out 50 · cache read 800, written 0"
     assert notes[2] == "no subagents run yet"
     ui.model.apply(m.Notice(message="mode architect: permission mode default, main turns on big-1"))
     ui.composer.set_edit_text("/model")
     ui.send()
-    assert ui.model.blocks[-1].text == "model big-1 · tier think · mode default"
+    assert ui.model.blocks[-1].text.startswith("model big-1 · tier think · mode default")
+    ui.composer.set_edit_text("/model big-2")
+    ui.send()
+    assert ui.handle.sent == [m.SetModel(model="big-2")]
+    ui.handle.sent.clear()
     ui.model.apply(m.ToolCallRequested(call=_call("r")))  # a running tool survives /clear
     ui.composer.set_edit_text("/clear")
     ui.send()
