@@ -65,7 +65,8 @@ def test_status_from_usage_and_mode_notices() -> None:
                              session_total=Usage(cost_usd=0.25)))
     assert model.status.context_tokens == 1520 and model.status.cost_usd == 0.25
     model.apply(m.Notice(message="mode editor: permission mode plan, main turns on x"))
-    assert model.status.mode == "plan"
+    assert model.status.mode == "plan" and model.status.model == "x"
+    assert not model.blocks  # a mode change is shown in the status line, not as a transcript line
 
 
 def test_markdown_markup() -> None:

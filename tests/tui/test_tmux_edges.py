@@ -133,3 +133,20 @@ def test_model_name_switches_the_next_request(tui: Any, tmp_path: Path) -> None:
     t.send("/model")
     t.wait("ℹ model claude-opus-4-8 · tier main")
     t.quit()
+
+
+def test_shift_tab_changes_the_status_line_and_adds_no_transcript_line(tui: Any) -> None:
+    t = tui([{"text": "unused"}])
+    before = t.wait("Shift+Tab mode")
+    for mode in ("mode acceptEdits", "PLAN MODE", "mode default", "mode acceptEdits"):
+        t.keys("BTab")
+        t.wait(lambda s, mode=mode: mode in s.splitlines()[-1])  # the status line, last on screen
+    t.send("/mode architect")
+    t.wait("cox asks:")
+    t.keys("Enter")
+    screen = t.wait(lambda s: "mode architect" in s.splitlines()[-1])
+    body = screen.splitlines()[:-4]  # the transcript, above the composer, hint and status lines
+    assert not any("permission mode" in line or "ℹ mode" in line for line in body), screen
+    assert [x for x in body if x.strip()] == [x for x in before.splitlines()[:-4] if x.strip()]  # no line added
+    after = t.quit()
+    assert "permission mode" not in after

@@ -675,6 +675,8 @@ class TUI:
     def status_markup(self) -> list[Any]:
         st = self.model.status
         out: list[Any] = [("status", f" {st.model or 'cox'} · ")]
+        if st.tier == "think":  # the architect preset: main turns on the think tier
+            out.append(("status", "mode architect · "))
         if st.mode == "plan":
             out.append(("status_plan", " PLAN MODE · read-only "))
         else:

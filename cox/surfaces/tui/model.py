@@ -184,7 +184,8 @@ class Model:
             switched = _MODEL_NOTICE.search(msg)
             if switched:  # /model NAME took effect: the status line names it
                 st.model = switched.group(1)
-            self.add("notice", msg, level=event.level)
+            if not preset:  # a mode change (Shift+Tab, /mode) shows in the status line, not the transcript
+                self.add("notice", msg, level=event.level)
         elif t == "error":
             self.add("error", sanitize(event.message))
         elif t == "usage":
