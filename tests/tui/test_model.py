@@ -890,3 +890,20 @@ def test_the_session_cost_goes_on_from_the_earlier_runs_after_a_resume() -> None
     carried.apply(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[], resumed=True))
     carried.apply(_usage(0.25, 100, (1.0, 300)))  # a session that carries its totals over: not added twice
     assert carried.status.cost_usd == 1.0 and carried.status.input_tokens == 300
+
+
+def test_a_markdown_table_is_drawn_aligned() -> None:
+    text = ("Sizes:\n\n| Name | Size | Note |\n|:-----|-----:|:---:|\n| a.py | 12 | **ok** |\n"
+            "| longer_name.rs | 1234 | `x` |\n| 日本 | 1 | a \\| b |\n\nAfter.")
+    shown = "".join(t for _, t in markdown.render(text)).split("\n")
+    assert shown[2:7] == [
+        " Name           │ Size │ Note",
+        "────────────────┼──────┼───────",
+        " a.py           │   12 │  ok",
+        " longer_name.rs │ 1234 │   x",
+        " 日本           │    1 │ a | b",
+    ]
+    assert shown[-1] == "After." and "|---" not in "\n".join(shown)
+    assert ("md_bold", "Name") in markdown.render(text) and ("md_code", "x") in markdown.render(text)
+    assert markdown.render("a | b\nno table here") == [("assistant", "a | b"), ("assistant", "\n"),
+                                                     ("assistant", "no table here")]

@@ -150,3 +150,14 @@ def test_shift_tab_changes_the_status_line_and_adds_no_transcript_line(tui: Any)
     assert [x for x in body if x.strip()] == [x for x in before.splitlines()[:-4] if x.strip()]  # no line added
     after = t.quit()
     assert "permission mode" not in after
+
+
+def test_a_markdown_table_is_drawn_aligned(tui: Any) -> None:
+    reply = ("| File | Lines |\n|---|---:|\n| src/main.rs | 120 |\n| README.md | 8 |\n\nTwo files.")
+    t = tui([{"text": reply, "chunk": 7, "delta_delay_ms": 5}])
+    t.wait("Shift+Tab mode")
+    t.send("count")
+    screen = t.wait("Two files.")
+    assert " File        │ Lines" in screen and " src/main.rs │   120" in screen and " README.md   │     8" in screen
+    assert "|---" not in screen and "| src" not in screen
+    t.quit()
