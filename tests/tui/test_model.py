@@ -907,3 +907,23 @@ def test_a_markdown_table_is_drawn_aligned() -> None:
     assert ("md_bold", "Name") in markdown.render(text) and ("md_code", "x") in markdown.render(text)
     assert markdown.render("a | b\nno table here") == [("assistant", "a | b"), ("assistant", "\n"),
                                                      ("assistant", "no table here")]
+
+
+def test_a_wrapped_code_line_keeps_its_gutter_on_every_row() -> None:
+    import urwid
+
+    from cox.surfaces.tui import gutter
+
+    text = "prose that is long enough to wrap\n```\nx = compute(alpha, beta, gamma, delta) + other(epsilon)\n```"
+    widget = urwid.Text(markdown.render(text), layout=gutter.LAYOUT)
+    canvas = widget.render((30,))
+    rows = [r.decode() for r in canvas.text]
+    code = [r for r in rows if "compute" in r or "gamma" in r or "epsilon" in r]
+    assert len(code) >= 2 and all(r.startswith("│ ") for r in code), rows
+    assert rows[0].startswith("prose") and not rows[1].startswith("│")  # prose wraps as before
+    for row in list(canvas.content())[rows.index(code[1])][:1]:
+        assert row[0] == "md_fence"  # the repeated gutter has the gutter's colour
+    assert "".join(r.rstrip() for r in code).replace("│ ", "").replace(" ", "") == \
+        "x=compute(alpha,beta,gamma,delta)+other(epsilon)"  # nothing lost or doubled
+    tool = urwid.Text("    │ " + "word " * 12, layout=gutter.LAYOUT).render((30,))
+    assert all(r.decode().startswith("    │ ") for r in tool.text)

@@ -161,3 +161,18 @@ def test_a_markdown_table_is_drawn_aligned(tui: Any) -> None:
     assert " File        │ Lines" in screen and " src/main.rs │   120" in screen and " README.md   │     8" in screen
     assert "|---" not in screen and "| src" not in screen
     t.quit()
+
+
+def test_a_wrapped_code_line_keeps_its_gutter_at_60_columns(tui: Any) -> None:
+    line = "result = compute_the_total(alpha_value, beta_value, gamma_value) + adjust(delta_value, epsilon)"
+    t = tui([{"text": f"Here:\n```\n{line}\nshort()\n```\nDone."}], width=60)
+    t.wait("Shift+Tab mode")
+    t.send("code")
+    screen = t.wait("Done.")
+    rows = screen.splitlines()
+    first = next(i for i, r in enumerate(rows) if "compute_the_total" in r)
+    last = next(i for i, r in enumerate(rows) if "short()" in r)
+    assert last - first >= 2  # the long line took at least two rows
+    assert all(r.startswith("│ ") for r in rows[first:last + 1]), screen
+    assert "".join(r[2:].strip() for r in rows[first:last]).replace(" ", "") == line.replace(" ", "")
+    t.quit()

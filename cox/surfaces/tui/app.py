@@ -29,7 +29,7 @@ from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
-from . import markdown
+from . import gutter, markdown
 from .model import Block, Model, relative, tool_line, tool_tail
 from .question import Questions
 
@@ -222,7 +222,7 @@ class View:
     def __init__(self, *, pad: bool) -> None:
         self.pad = pad
         self.version = -1
-        self.live = urwid.Text("")
+        self.live = urwid.Text("", layout=gutter.LAYOUT)
         self.frozen = 0
         self.fence: markdown.State = None  # the code fence the frozen chunks end in
 
@@ -258,7 +258,7 @@ class Chunk(urwid.Text):
     fast stream most chunks scroll past under a tall live tail without ever being on screen."""
 
     def __init__(self, source: str, fence: markdown.State) -> None:
-        super().__init__("")
+        super().__init__("", layout=gutter.LAYOUT)
         self._source: tuple[str, markdown.State] | None = (source, fence)
 
     def get_text(self) -> tuple[str | bytes, list[tuple[Any, int]]]:
