@@ -927,3 +927,9 @@ def test_a_wrapped_code_line_keeps_its_gutter_on_every_row() -> None:
         "x=compute(alpha,beta,gamma,delta)+other(epsilon)"  # nothing lost or doubled
     tool = urwid.Text("    │ " + "word " * 12, layout=gutter.LAYOUT).render((30,))
     assert all(r.decode().startswith("    │ ") for r in tool.text)
+
+
+def test_no_escape_time_note_outside_tmux() -> None:
+    from cox.surfaces.tui.escape import escape_note, tmux_escape_ms
+
+    assert tmux_escape_ms({"PATH": "/usr/bin:/bin"}) is None and escape_note({"PATH": "/usr/bin:/bin"}) == ""

@@ -176,3 +176,18 @@ def test_a_wrapped_code_line_keeps_its_gutter_at_60_columns(tui: Any) -> None:
     assert all(r.startswith("│ ") for r in rows[first:last + 1]), screen
     assert "".join(r[2:].strip() for r in rows[first:last]).replace(" ", "") == line.replace(" ", "")
     t.quit()
+
+
+def test_help_names_tmux_escape_time_when_it_delays_esc(tui: Any) -> None:
+    t = tui([{"text": "unused"}], height=40)
+    t.wait("Shift+Tab mode")
+    assert t.tmux("show-options", "-sv", "escape-time").strip() == "500"  # tmux's default
+    t.send("/help")
+    screen = t.wait("escape-time")
+    assert "tmux holds each Esc for 500 ms" in " ".join(x.strip() for x in screen.splitlines())
+    t.send("/clear")
+    t.tmux("set-option", "-s", "escape-time", "10")
+    t.send("/help")
+    screen = t.wait("commands: /mode")
+    assert "escape-time" not in screen  # lowered: nothing to say
+    t.quit()

@@ -845,7 +845,10 @@ class TUI:
         if word in ("quit", "exit"):
             raise urwid.ExitMainLoop
         if word == "help":
-            self.model.add("notice", HELP)
+            from .escape import escape_note
+
+            note = escape_note()
+            self.model.add("notice", HELP + (f"\n{note}" if note else ""))
         elif word == "mode":
             if rest == "architect":
                 self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
