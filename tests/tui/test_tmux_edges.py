@@ -191,3 +191,29 @@ def test_help_names_tmux_escape_time_when_it_delays_esc(tui: Any) -> None:
     screen = t.wait("commands: /mode")
     assert "escape-time" not in screen  # lowered: nothing to say
     t.quit()
+
+
+def test_esc_esc_typed_through_tmux_at_its_default_escape_time_opens_the_rewind_picker(tui: Any) -> None:
+    import time
+
+    from .tmux import Client
+
+    t = tui([{"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "f.txt", "content": "one\n"}}]},
+             {"text": "Wrote one."}], mode="acceptEdits")
+    t.wait("Shift+Tab mode")
+    t.send("write")
+    t.wait("Wrote one.")
+    t.wait(lambda s: "working" not in s)
+    assert t.tmux("show-options", "-sv", "escape-time").strip() == "500"
+    client = Client(t)  # typed keys, not send-keys: tmux holds each Esc for its escape-time
+    try:
+        for gap in (0.05, 0.3):  # within tmux's 500 ms (one Alt+Esc arrives) and a slower pair
+            client.press(b"\x1b")
+            time.sleep(gap)
+            client.press(b"\x1b")
+            t.wait("rewind to the start of which turn?")
+            client.press(b"\x1b")  # one Esc closes the picker (after tmux's wait)
+            t.wait(lambda s: "which turn" not in s)
+    finally:
+        client.close()
+    t.quit()

@@ -140,3 +140,49 @@ class Tmux:
 
     def close(self) -> None:
         _kill_server(self.socket)
+
+
+class Client:
+    """A real tmux client attached to a test's server through a pty: bytes written here go
+    through tmux's input parsing (``escape-time`` included), as a person's typing does;
+    ``send-keys`` skips that. A thread drains the client's screen output so tmux never blocks."""
+
+    def __init__(self, t: Tmux) -> None:
+        import pty
+        import threading
+
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become the tmux client
+            os.environ["TERM"] = "xterm-256color"
+            os.execvp("tmux", ["tmux", "-L", t.socket, "attach", "-t", t.name])
+        self._stop = threading.Event()
+        self._drain = threading.Thread(target=self._read, daemon=True)
+        self._drain.start()
+
+    def _read(self) -> None:
+        import select
+
+        while not self._stop.is_set():
+            try:
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    os.read(self.fd, 65536)
+            except OSError:
+                return
+
+    def press(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def close(self) -> None:
+        import signal
+
+        self._stop.set()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self._drain.join(timeout=BOUND_S)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
