@@ -82,6 +82,19 @@ class SetMode(Record):
 
 
 @record
+class SetModel(Record):
+    """Run main turns on ``model`` from the next request on (``/model NAME``): a model the
+    session's provider serves; the session says in a notice what it switched to, or why not."""
+
+    type: Literal["set_model"] = "set_model"
+    model: str
+
+    def __post_init__(self) -> None:
+        if not self.model.strip() or any(c.isspace() for c in self.model):
+            raise ValueError(f"set_model needs a model name without spaces, got {self.model!r}")
+
+
+@record
 class Rewind(Record):
     type: Literal["rewind"] = "rewind"
     to_turn: int
@@ -95,7 +108,7 @@ class Shutdown(Record):
     type: Literal["shutdown"] = "shutdown"
 
 
-Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | Rewind | Shutdown
+Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | Shutdown
 
 # ---------------------------------------------------------------- events
 
@@ -153,6 +166,16 @@ class AssistantMessage(Record):
 @record
 class ToolCallRequested(Record):
     type: Literal["tool_call_requested"] = "tool_call_requested"
+    call: ToolCall
+
+
+@record
+class ToolCallEdited(Record):
+    """The person edited a call's input at approval (``Approve{decision: edit}``): ``call`` is
+    the call as it will run (same id, new input, re-described subject and risk), so a surface
+    shows what runs rather than what the model first asked for."""
+
+    type: Literal["tool_call_edited"] = "tool_call_edited"
     call: ToolCall
 
 
@@ -269,6 +292,7 @@ Event = (
     | ThinkingDelta
     | AssistantMessage
     | ToolCallRequested
+    | ToolCallEdited
     | ApprovalRequired
     | ToolCallOutput
     | ToolCallDone

@@ -19,6 +19,7 @@ SUBMISSIONS = [
     m.Answer(question_id="q1", answer={"name": "x"}),
     m.Compact(focus="the parser"),
     m.SetMode(mode=PermissionMode.PLAN),
+    m.SetModel(model="claude-opus-4-8"),
     m.Rewind(to_turn=3, what="code"),
     m.Shutdown(),
 ]
@@ -32,6 +33,7 @@ EVENTS = [
     m.ThinkingDelta(text="hmm"),
     m.AssistantMessage(turn=1, content=[{"type": "text", "text": "x"}]),
     m.ToolCallRequested(call=CALL),
+    m.ToolCallEdited(call=CALL),
     m.ApprovalRequired(call=CALL, reason="write needs approval"),
     m.ToolCallOutput(call_id="c1", chunk="..."),
     m.ToolCallDone(call_id="c1", result=ToolResult(visible="wrote 3 bytes to hello.txt", meta={"bytes": 3})),

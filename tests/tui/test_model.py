@@ -65,7 +65,8 @@ def test_status_from_usage_and_mode_notices() -> None:
                              session_total=Usage(cost_usd=0.25)))
     assert model.status.context_tokens == 1520 and model.status.cost_usd == 0.25
     model.apply(m.Notice(message="mode editor: permission mode plan, main turns on x"))
-    assert model.status.mode == "plan"
+    assert model.status.mode == "plan" and model.status.model == "x"
+    assert not model.blocks  # a mode change is shown in the status line, not as a transcript line
 
 
 def test_markdown_markup() -> None:
@@ -302,13 +303,17 @@ def test_model_cost_agents_and_clear_commands() -> None:
         ui.composer.set_edit_text(cmd)
         ui.send()
     notes = [b.text for b in ui.model.blocks if b.kind == "notice"]
-    assert notes[0] == "model m1 · tier main · mode default"
+    assert notes[0] == "model m1 · tier main · mode default · /model NAME switches main turns to NAME"
     assert notes[1] == "session cost $0.0300 · tokens in 1.5k, out 50 · cache read 800, written 0"
     assert notes[2] == "no subagents run yet"
     ui.model.apply(m.Notice(message="mode architect: permission mode default, main turns on big-1"))
     ui.composer.set_edit_text("/model")
     ui.send()
-    assert ui.model.blocks[-1].text == "model big-1 · tier think · mode default"
+    assert ui.model.blocks[-1].text.startswith("model big-1 · tier think · mode default")
+    ui.composer.set_edit_text("/model big-2")
+    ui.send()
+    assert ui.handle.sent == [m.SetModel(model="big-2")]
+    ui.handle.sent.clear()
     ui.model.apply(m.ToolCallRequested(call=_call("r")))  # a running tool survives /clear
     ui.composer.set_edit_text("/clear")
     ui.send()
@@ -798,3 +803,133 @@ def test_frozen_chunks_render_their_markup_only_when_drawn() -> None:
     assert chunk._source is not None  # nothing rendered yet
     assert chunk.render((40,)).rows() == 3 and chunk._source is None
     assert ("md_h", 5) in chunk.get_text()[1]
+
+
+def test_an_edited_call_shows_the_edited_input_live_and_on_replay() -> None:
+    model = Model()
+    model.status.cwd = "/ws"
+    model.apply(m.ToolCallRequested(call=_call("e1", subject="touch /ws/original.txt")))
+    model.apply(m.ApprovalRequired(call=_call("e1", subject="touch /ws/original.txt"), reason="no rule"))
+    model.apply(m.ToolCallEdited(call=_call("e1", subject="touch /ws/edited.txt")))
+    row = model.tools["e1"]
+    assert row.subject == "touch edited.txt" and "original" not in model.plain()
+    model.apply(m.ToolCallDone(call_id="e1", result=ToolResult(visible=""), duration_ms=100))
+    assert "✓ bash  touch edited.txt  edited · 0.1 s · 0 lines" in model.plain()
+    replayed = Model()
+    replayed.status.cwd = "/ws"
+    replayed.replay([m.to_dict(e) for e in (
+        m.ToolCallRequested(call=_call("e1", subject="touch /ws/original.txt")),
+        m.ToolCallEdited(call=_call("e1", subject="touch /ws/edited.txt")),
+        m.ToolCallDone(call_id="e1", result=ToolResult(visible="")))])
+    assert "touch edited.txt  edited" in replayed.plain() and "original" not in replayed.plain()
+
+
+def _live_turn(model: Model, n: int, text: str, reply: str) -> None:
+    model.typed(text, queued=False)
+    model.apply(m.TurnStarted(turn=n))
+    model.apply(m.UserMessage(turn=n, text=text))
+    model.apply(m.TextDelta(text=reply))
+    model.apply(m.TurnDone(turn=n, stop=StopReason.END_TURN))
+
+
+def test_a_rewind_of_the_conversation_takes_the_later_turns_off_the_transcript() -> None:
+    model = Model()
+    _live_turn(model, 1, "ask one", "Answer one.")
+    _live_turn(model, 2, "ask two", "Answer two.")
+    _live_turn(model, 3, "ask three", "Answer three.")
+    model.apply(m.Rewound(to_turn=3, what="code"))  # files only: the conversation stays
+    assert "Answer three." in model.plain()
+    model.apply(m.Rewound(to_turn=2, what="conversation"))
+    text = model.plain()
+    assert "ask one" in text and "Answer one." in text
+    assert "ask two" not in text and "Answer two." not in text and "Answer three." not in text
+    assert text.rstrip().endswith("rewound to turn 2 (conversation)")
+    _live_turn(model, 4, "ask four", "Answer four.")
+    model.apply(m.Rewound(to_turn=4, what="both"))
+    assert "ask four" not in model.plain() and "Answer one." in model.plain()
+
+
+def test_the_tui_redraws_the_transcript_after_a_rewind() -> None:
+    from cox.surfaces.tui.app import TUI
+
+    ui = TUI(FakeHandle())
+    for n, word in ((1, "one"), (2, "two")):
+        ui.model.typed(f"ask {word}", queued=False)
+        for e in (m.TurnStarted(turn=n), m.UserMessage(turn=n, text=f"ask {word}"),
+                  m.AssistantMessage(turn=n, content=[]), m.TurnDone(turn=n, stop=StopReason.END_TURN)):
+            ui.on_event(e)
+        ui.model.deltas("text_delta", [f"Answer {word}."])
+        ui.refresh()
+    ui.on_event(m.Rewound(to_turn=2, what="both"))
+    ui.refresh()
+    shown = "\n".join(str(w.text) for w in ui.walker if hasattr(w, "text"))
+    assert "Answer one." in shown and "Answer two." not in shown and "ask two" not in shown
+    assert len(ui._views) == len(ui.model.blocks)
+
+
+def _usage(cost: float, tokens: int, total: tuple[float, int]) -> m.UsageEvent:
+    return m.UsageEvent(usage=Usage(model="x", input_tokens=tokens, output_tokens=1, cost_usd=cost),
+                        session_total=Usage(model="x", input_tokens=total[1], output_tokens=total[1] // tokens,
+                                            cost_usd=total[0]))
+
+
+def test_the_session_cost_goes_on_from_the_earlier_runs_after_a_resume() -> None:
+    started = m.to_dict(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[]))
+    earlier = [started, m.to_dict(_usage(0.5, 100, (0.5, 100))), m.to_dict(_usage(0.25, 100, (0.75, 200))),
+               {**started, "resumed": True}, m.to_dict(_usage(1.0, 100, (1.0, 100)))]  # one resume already
+    model = Model()
+    model.replay(earlier)
+    assert model.status.cost_usd == 1.75 and model.status.input_tokens == 300
+    model.apply(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[], resumed=True))
+    model.apply(_usage(0.5, 100, (0.5, 100)))  # this run's totals start again at zero
+    assert model.status.cost_usd == 2.25 and model.status.input_tokens == 400
+    model.apply(_usage(0.25, 100, (0.75, 200)))
+    assert model.status.cost_usd == 2.5 and model.status.input_tokens == 500
+    carried = Model()
+    carried.replay(earlier[:3])
+    carried.apply(m.SessionStarted(session_id="s", cwd="/w", model="x", tools=[], resumed=True))
+    carried.apply(_usage(0.25, 100, (1.0, 300)))  # a session that carries its totals over: not added twice
+    assert carried.status.cost_usd == 1.0 and carried.status.input_tokens == 300
+
+
+def test_a_markdown_table_is_drawn_aligned() -> None:
+    text = ("Sizes:\n\n| Name | Size | Note |\n|:-----|-----:|:---:|\n| a.py | 12 | **ok** |\n"
+            "| longer_name.rs | 1234 | `x` |\n| 日本 | 1 | a \\| b |\n\nAfter.")
+    shown = "".join(t for _, t in markdown.render(text)).split("\n")
+    assert shown[2:7] == [
+        " Name           │ Size │ Note",
+        "────────────────┼──────┼───────",
+        " a.py           │   12 │  ok",
+        " longer_name.rs │ 1234 │   x",
+        " 日本           │    1 │ a | b",
+    ]
+    assert shown[-1] == "After." and "|---" not in "\n".join(shown)
+    assert ("md_bold", "Name") in markdown.render(text) and ("md_code", "x") in markdown.render(text)
+    assert markdown.render("a | b\nno table here") == [("assistant", "a | b"), ("assistant", "\n"),
+                                                     ("assistant", "no table here")]
+
+
+def test_a_wrapped_code_line_keeps_its_gutter_on_every_row() -> None:
+    import urwid
+
+    from cox.surfaces.tui import gutter
+
+    text = "prose that is long enough to wrap\n```\nx = compute(alpha, beta, gamma, delta) + other(epsilon)\n```"
+    widget = urwid.Text(markdown.render(text), layout=gutter.LAYOUT)
+    canvas = widget.render((30,))
+    rows = [r.decode() for r in canvas.text]
+    code = [r for r in rows if "compute" in r or "gamma" in r or "epsilon" in r]
+    assert len(code) >= 2 and all(r.startswith("│ ") for r in code), rows
+    assert rows[0].startswith("prose") and not rows[1].startswith("│")  # prose wraps as before
+    for row in list(canvas.content())[rows.index(code[1])][:1]:
+        assert row[0] == "md_fence"  # the repeated gutter has the gutter's colour
+    assert "".join(r.rstrip() for r in code).replace("│ ", "").replace(" ", "") == \
+        "x=compute(alpha,beta,gamma,delta)+other(epsilon)"  # nothing lost or doubled
+    tool = urwid.Text("    │ " + "word " * 12, layout=gutter.LAYOUT).render((30,))
+    assert all(r.decode().startswith("    │ ") for r in tool.text)
+
+
+def test_no_escape_time_note_outside_tmux() -> None:
+    from cox.surfaces.tui.escape import escape_note, tmux_escape_ms
+
+    assert tmux_escape_ms({"PATH": "/usr/bin:/bin"}) is None and escape_note({"PATH": "/usr/bin:/bin"}) == ""

@@ -7,31 +7,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .tmux import Tmux
-
 pytestmark = pytest.mark.xdist_group("tui")
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "elicitserver.py"
-
-
-@pytest.fixture
-def tui(tmp_path: Path, cox_home: Path) -> Iterator[Any]:
-    made: list[Tmux] = []
-
-    def start(replies: list[dict[str, Any]], **kw: Any) -> Tmux:
-        t = Tmux(tmp_path, cox_home, replies, **kw)
-        made.append(t)
-        return t
-
-    yield start
-    for t in made:
-        t.close()
 
 
 def answers(tmp_path: Path) -> list[Any]:

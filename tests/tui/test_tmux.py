@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .tmux import Tmux
-
 pytestmark = pytest.mark.xdist_group("tui")
-
-
-@pytest.fixture
-def tui(tmp_path: Path, cox_home: Path) -> Iterator[Any]:
-    made: list[Tmux] = []
-
-    def start(replies: list[dict[str, Any]], **kw: Any) -> Tmux:
-        t = Tmux(tmp_path, cox_home, replies, **kw)
-        made.append(t)
-        return t
-
-    yield start
-    for t in made:
-        t.close()
 
 
 STREAM = [
@@ -182,7 +165,12 @@ def test_composer_newline_paste_history_and_ctrl_c(tui: Any) -> None:
     t.wait(lambda s: "working" not in s)
     t.keys("Up")
     t.wait(lambda s: s.count("pasted b") == 2)  # history brought the last message back
-    t.keys("C-c")  # idle: Ctrl+C leaves
+    t.keys("C-c")  # idle with text in the composer: Ctrl+C clears it
+    t.wait(lambda s: s.count("pasted b") == 1)
+    t.keys("C-c")  # on an empty composer the first Ctrl+C only asks
+    screen = t.wait("press Ctrl+C again to quit")
+    assert "EXITED" not in screen
+    t.keys("C-c")  # the second, soon after, leaves
     t.wait("EXITED 0")
 
 

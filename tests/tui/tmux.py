@@ -64,17 +64,17 @@ def need_tmux() -> None:
 class Tmux:
     def __init__(self, tmp: Path, home: Path, replies: list[dict[str, Any]], *, mode: str = "default",
                  width: int = 100, height: int = 30, env: dict[str, str] | None = None, cli: bool = False,
-                 extra: str = "") -> None:
+                 extra: str = "", model: str = "scripted") -> None:
         need_tmux()
         self.ws = tmp / "ws"
         self.ws.mkdir(exist_ok=True)
         self.script = tmp / "script.json"
-        self.script.write_text(json.dumps({"model": "scripted", "replies": replies}))
+        self.script.write_text(json.dumps({"model": model, "replies": replies}))
         self.socket = f"cox-tui-{RUN_ID}-{uuid.uuid4().hex[:6]}"
         self.name = "tui"
         envs = {"COX_HOME": str(home), "TERM": "xterm-256color", **(env or {})}
         # cli: the real `cox` command (which picks the TUI on a terminal); else the TUI's own demo launcher
-        program = (f"-m cox.surfaces.cli --script {self.script} --cwd {self.ws}" if cli else
+        program = (f"-m cox.surfaces.cli --script {self.script} --cwd {self.ws} {extra}" if cli else
                    f"-m cox.surfaces.tui.demo --script {self.script} --cwd {self.ws} --mode {mode} {extra}")
         # The server ends itself when this test process dies (a killed run), or 120 s after the
         # program exited (the screen stays readable meanwhile).
@@ -140,3 +140,49 @@ class Tmux:
 
     def close(self) -> None:
         _kill_server(self.socket)
+
+
+class Client:
+    """A real tmux client attached to a test's server through a pty: bytes written here go
+    through tmux's input parsing (``escape-time`` included), as a person's typing does;
+    ``send-keys`` skips that. A thread drains the client's screen output so tmux never blocks."""
+
+    def __init__(self, t: Tmux) -> None:
+        import pty
+        import threading
+
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: become the tmux client
+            os.environ["TERM"] = "xterm-256color"
+            os.execvp("tmux", ["tmux", "-L", t.socket, "attach", "-t", t.name])
+        self._stop = threading.Event()
+        self._drain = threading.Thread(target=self._read, daemon=True)
+        self._drain.start()
+
+    def _read(self) -> None:
+        import select
+
+        while not self._stop.is_set():
+            try:
+                if select.select([self.fd], [], [], 0.1)[0]:
+                    os.read(self.fd, 65536)
+            except OSError:
+                return
+
+    def press(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def close(self) -> None:
+        import signal
+
+        self._stop.set()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self._drain.join(timeout=BOUND_S)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass

@@ -191,6 +191,7 @@ class SessionActor(CoxActor):
         self.grants: list[str] = []
         self.denials: list[dict[str, Any]] = []
         self.usage_total = Usage(model=settings.model)
+        self.chosen_model = ""  # /model NAME (SetModel): main turns run on it instead of settings.model
         self.last_request_cost = 0.0
         self.last_context_tokens = 0
         self.compaction: Compaction | None = None
@@ -454,6 +455,7 @@ class SessionActor(CoxActor):
             if sub.decision is Decision.EDIT and sub.edited_input is not None:
                 call = self._describe(replace(call, input=sub.edited_input))
                 self._replace_call(turn, call)
+                self.emit(m.ToolCallEdited(call=call))
             turn.queued.append(call)
         self._schedule(turn)
         self._maybe_next(turn)
@@ -469,6 +471,24 @@ class SessionActor(CoxActor):
         self.emit(m.Notice(level="info", message=f"mode {self.preset}: permission mode {self.mode.value}, "
                                                   f"main turns on {model}"))
 
+    def _sub_set_model(self, sub: m.SetModel) -> None:
+        """``/model NAME``: main turns run on NAME from the next request, when the session's
+        provider can serve it (an Anthropic session cannot send to an OpenAI model, nor back)."""
+        from cox.actors.provider.catalog import describe
+
+        serves = str(getattr(self.provider, "name", "") or "")
+        family = describe(sub.model, self.s.model_overrides).provider
+        if serves in ("anthropic", "openai") and (family == "anthropic") != (serves == "anthropic"):
+            self.emit(m.Notice(level="warning", message=f"cannot switch to {sub.model}: this session talks to "
+                                                        f"{serves}; start cox with --model {sub.model} instead"))
+            return
+        self.chosen_model = sub.model
+        main = self._main_model()
+        said = (f"model {sub.model}: main turns on {main} from the next request" if main == sub.model else
+                f"model {sub.model}: the code tier from now on; architect mode runs main turns on {main} "
+                "until /mode editor")
+        self.emit(m.Notice(level="info", message=said))
+
     def _effective_mode(self) -> PermissionMode:
         """A preset never widens permissions: architect is plan; editor is the configured mode."""
         return PermissionMode.PLAN if self.preset == "architect" else self.base_mode
@@ -476,7 +496,7 @@ class SessionActor(CoxActor):
     def _main_model(self) -> str:
         if self.preset == "architect" and self.s.think_model:
             return self.s.think_model
-        return self.s.model
+        return self.chosen_model or self.s.model
 
     def _sub_compact(self, sub: m.Compact) -> None:
         if self.active is not None or self.compaction is not None:

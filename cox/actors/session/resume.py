@@ -54,6 +54,15 @@ def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
         elif kind == "tool_call_requested":
             call = ev.get("call", {})
             labels[str(call.get("id"))] = f"{call.get('name', '')} {call.get('subject', '')}".strip()
+        elif kind == "tool_call_edited":  # the person edited the input at approval: the model was told that
+            call = ev.get("call", {})
+            labels[str(call.get("id"))] = f"{call.get('name', '')} {call.get('subject', '')}".strip()
+            for msg in reversed(out.history):
+                if msg.get("role") == "assistant":
+                    for block in msg.get("content", []):
+                        if block.get("type") == "tool_use" and block.get("id") == call.get("id"):
+                            block["input"] = call.get("input", {})
+                    break
         elif kind == "tool_call_done":
             res = ev.get("result", {})
             status = res.get("status", "ok")

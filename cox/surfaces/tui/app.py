@@ -29,8 +29,8 @@ from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
-from . import markdown
-from .model import Block, Model, relative, tool_line
+from . import gutter, markdown
+from .model import Block, Model, relative, tool_line, tool_tail
 from .question import Questions
 
 FRAME_S = 1 / 30
@@ -40,14 +40,15 @@ MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermiss
 COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
 REWIND_WHAT = ("code", "conversation", "both")
 ESC_ESC_S = 0.8  # two Esc presses this close together on an empty composer open /rewind
+CTRL_C_S = 2.0  # a second Ctrl+C this soon after the first, on an empty composer, quits
 WALK_LIMIT = 5000  # files listed for @path completion outside a git repository
 
 HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /commands and @paths · "
-        "Esc interrupt · Esc Esc rewind · Shift+Tab mode · Ctrl+O expand all tool output and thinking · "
+        "Esc interrupt · Esc Esc rewind · Ctrl+C clear the composer (twice on an empty one: quit) · Shift+Tab mode · Ctrl+O expand all tool output and thinking · "
         "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
         "PgUp/PgDn scroll · Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
-        "/rewind [N [code|conversation|both]] · /model · /cost · /agents · /clear · /help · /quit")
+        "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /clear · /help · /quit")
 
 # (name, foreground, background, mono)
 PALETTE: list[tuple[str, str, str, str]] = [
@@ -187,7 +188,7 @@ def render_block(b: Block, expanded: bool = False, selected: bool = False) -> li
         mark = tool_line(b).split(" ", 1)[0]
         out: list[tuple[str, str]] = [(f"tool_{b.state}", mark + " "), ("tool_name", b.name),
                                       ("assistant", f"  {b.subject[:70]}  ")]
-        out.append((f"tool_{b.state}", b.detail or ("waiting for approval" if b.state == "waiting" else "running…")))
+        out.append((f"tool_{b.state}", tool_tail(b)))
         if b.state == "running" and b.last_line:
             out.append(("dim", "\n    ⎿ " + b.last_line))
         elif expanded and b.output.strip():
@@ -221,7 +222,7 @@ class View:
     def __init__(self, *, pad: bool) -> None:
         self.pad = pad
         self.version = -1
-        self.live = urwid.Text("")
+        self.live = urwid.Text("", layout=gutter.LAYOUT)
         self.frozen = 0
         self.fence: markdown.State = None  # the code fence the frozen chunks end in
 
@@ -257,7 +258,7 @@ class Chunk(urwid.Text):
     fast stream most chunks scroll past under a tall live tail without ever being on screen."""
 
     def __init__(self, source: str, fence: markdown.State) -> None:
-        super().__init__("")
+        super().__init__("", layout=gutter.LAYOUT)
         self._source: tuple[str, markdown.State] | None = (source, fence)
 
     def get_text(self) -> tuple[str | bytes, list[tuple[Any, int]]]:
@@ -354,6 +355,7 @@ class TUI:
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
         self._last_esc = 0.0
+        self._last_ctrl_c = -CTRL_C_S  # the first Ctrl+C on an empty composer only asks
         self.exit_code = 0
         self.history: list[str] = []
         self.hist_pos = 0
@@ -416,9 +418,17 @@ class TUI:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
             if print_transcript:
-                sys.stdout.write(self.model.plain())
+                sys.stdout.write(self.model.plain() + self.resume_hint())
                 sys.stdout.flush()
         return self.exit_code
+
+    def resume_hint(self) -> str:
+        """The line printed last on exit: this session's id and the command that continues it
+        (nothing when no turn ran: there is nothing to continue)."""
+        if self.model.status.turn <= 0:
+            return ""
+        sid = sanitize(str(self.handle.session_id))
+        return f"session {sid} · resume with: cox --resume {sid}\n"
 
     def _editor_instead(self) -> None:
         self.handle.submit(m.SetMode(preset="editor"))
@@ -432,10 +442,22 @@ class TUI:
                 pass
 
     def ctrl_c(self) -> None:
+        """Ctrl+C, as in Claude Code: interrupts a running turn; else clears a composer with text
+        in it; on an empty composer quits only when pressed twice within ``CTRL_C_S`` (the first
+        says so in the hint line)."""
         if self.model.status.turn_running:
             self.handle.interrupt()
-        else:
+            return
+        if self.composer.edit_text:
+            self.composer.set_edit_text("")
+            self._last_ctrl_c = 0.0
+        elif time.monotonic() - self._last_ctrl_c < CTRL_C_S:
             raise urwid.ExitMainLoop
+        else:
+            self._last_ctrl_c = time.monotonic()
+            if self.loop is not None:  # the hint goes back once the window has passed
+                self.loop.set_alarm_in(CTRL_C_S, lambda *_: self.refresh())
+        self.refresh()
 
     def _input_filter(self, keys: list[Any], raw: list[int]) -> list[Any]:
         """urwid names both CR and LF "enter"; the raw codes tell Ctrl+J (LF) apart."""
@@ -598,8 +620,11 @@ class TUI:
         self.refresh()
 
     def on_event(self, event: Any) -> None:
+        cuts = self.model.cuts
         self.model.apply(event)
         t = event.type
+        if self.model.cuts != cuts:
+            self.rebuild_views()  # a rewind took turns back: their widgets go too
         if t in ("turn_done", "rewound"):
             self.refresh_git()  # the turn (or the rewind) may have changed files
         if t == "question":
@@ -622,6 +647,13 @@ class TUI:
 
     # ------------------------------------------------------------ drawing
 
+    def rebuild_views(self) -> None:
+        """Forget every block's widgets; the next refresh draws the model's blocks afresh."""
+        self._views.clear()
+        self.walker.clear()
+        if self.selected is not None and self.selected not in self.model.blocks:
+            self.selected = None
+
     def refresh(self) -> None:
         for i, block in enumerate(self.model.blocks):
             if i < len(self._views):
@@ -643,6 +675,8 @@ class TUI:
     def status_markup(self) -> list[Any]:
         st = self.model.status
         out: list[Any] = [("status", f" {st.model or 'cox'} · ")]
+        if st.tier == "think":  # the architect preset: main turns on the think tier
+            out.append(("status", "mode architect · "))
         if st.mode == "plan":
             out.append(("status_plan", " PLAN MODE · read-only "))
         else:
@@ -669,6 +703,8 @@ class TUI:
     def hint_text(self) -> str:
         if self.completions:
             return self.completions
+        if time.monotonic() - self._last_ctrl_c < CTRL_C_S and not self.composer.edit_text:
+            return "press Ctrl+C again to quit (Ctrl+D quits too)"
         if self.model.status.turn_running:
             return "Esc interrupt · typing now queues a message for the running turn"
         return "Enter send · Ctrl+J newline · Shift+Tab mode · /help · Ctrl+D quit"
@@ -809,7 +845,10 @@ class TUI:
         if word in ("quit", "exit"):
             raise urwid.ExitMainLoop
         if word == "help":
-            self.model.add("notice", HELP)
+            from .escape import escape_note
+
+            note = escape_note()
+            self.model.add("notice", HELP + (f"\n{note}" if note else ""))
         elif word == "mode":
             if rest == "architect":
                 self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
@@ -837,7 +876,14 @@ class TUI:
             self.handle.submit(m.Compact(focus=rest or None))
         elif word == "model":
             st = self.model.status
-            self.model.add("notice", f"model {st.model or 'unknown'} · tier {st.tier or 'main'} · mode {st.mode}")
+            if not rest:
+                self.model.add("notice", f"model {st.model or 'unknown'} · tier {st.tier or 'main'} · mode {st.mode}"
+                                         " · /model NAME switches main turns to NAME")
+            else:
+                try:
+                    self.handle.submit(m.SetModel(model=rest))  # the session's notice says what it did
+                except ValueError as exc:
+                    self.model.add("error", f"{exc}; /model NAME takes one model name")
         elif word == "cost":
             st = self.model.status
             cache = (f" · cache read {_k(st.cache_read_tokens)}, written {_k(st.cache_write_tokens)}"
@@ -848,8 +894,7 @@ class TUI:
             self.model.add("notice", "no subagents run yet")
         elif word == "clear":
             self.model.clear()
-            self._views.clear()
-            self.walker.clear()
+            self.rebuild_views()
         else:
             self.model.add("notice", f"unknown command /{word}; /help lists them")
 

@@ -28,6 +28,9 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _NUMBERED = re.compile(r"^(\s*)(\d+[.)])\s+(.*)$")
 
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
 CONTEXT_LINES = 12  # a cut block's last lines kept to prime the lexer for the next chunk
 PARTIAL_CONTEXT = 3  # lines before a streaming block's partial last line lexed with it
 
@@ -131,6 +134,13 @@ def render_state(text: str, state: State = None) -> tuple[Markup, State]:
             state = Fence(state.lang, "\n".join(kept))
             i = end
             continue
+        end = _table_end(lines, i)
+        if end > i:
+            if i:
+                out.append(("assistant", "\n"))
+            out.extend(table(lines[i:end]))
+            i = end
+            continue
         if i:
             out.append(("assistant", "\n"))
         i += 1
@@ -150,6 +160,60 @@ def render_state(text: str, state: State = None) -> tuple[Markup, State]:
             continue
         out.extend(inline(line))
     return out, state
+
+
+def _table_end(lines: list[str], i: int) -> int:
+    """The index past a table starting at ``lines[i]`` (a row with ``|``, then a separator row
+    like ``|---|:--:|``, then rows with ``|``); ``i`` when no table starts there."""
+    if "|" not in lines[i] or i + 1 >= len(lines) or "|" not in lines[i + 1] or not _TABLE_SEP.match(lines[i + 1]):
+        return i
+    end = i + 2
+    while end < len(lines) and "|" in lines[end] and lines[end].strip() and not lines[end].lstrip().startswith("```"):
+        end += 1
+    return end
+
+
+def _cells(line: str) -> list[str]:
+    s = line.strip()
+    s = s[1:] if s.startswith("|") else s
+    s = s[:-1] if s.endswith("|") and not s.endswith("\\|") else s
+    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(s)]
+
+
+def width(text: str) -> int:
+    """Terminal columns of ``text``: wide (East Asian) characters take two, combining marks none."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def table(lines: list[str]) -> Markup:
+    """A Markdown table drawn aligned: every column as wide as its widest cell, aligned as the
+    separator row says (``:--`` left, ``:-:`` centre, ``--:`` right), the header bold, the cells'
+    ``**bold**`` and `` `code` `` rendered (their markers take no room)."""
+    seps = _cells(lines[1])
+    align = ["c" if x.startswith(":") and x.endswith(":") else "r" if x.endswith(":") else "l" for x in seps]
+    rows = [_cells(lines[0])] + [_cells(x) for x in lines[2:]]
+    cols = max(len(r) for r in rows)
+    align += ["l"] * (cols - len(align))
+    cells = [[inline(c, "md_bold" if n == 0 else "assistant") for c in r + [""] * (cols - len(r))]
+             for n, r in enumerate(rows)]
+    widths = [max(sum(width(t) for _, t in row[k]) for row in cells) for k in range(cols)]
+    out: Markup = []
+    for n, row in enumerate(cells):
+        if n:
+            out.append(("assistant", "\n"))
+        for k, parts in enumerate(row):
+            room = widths[k] - sum(width(t) for _, t in parts)
+            left = room // 2 if align[k] == "c" else room if align[k] == "r" else 0
+            out.append(("md_fence", " │ " if k else " "))
+            out.append(("assistant", " " * left))
+            out.extend(parts)
+            if k < cols - 1:  # the last column needs no padding after it
+                out.append(("assistant", " " * (room - left)))
+        if n == 0:
+            out.append(("md_fence", "\n" + "─┼─".join("─" * w for w in widths).join("──")))
+    return [(a, t) for a, t in out if t]
 
 
 def scan(text: str, state: State = None) -> State:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 _MODE_NOTICE = re.compile(r"permission mode (\w+)")
 _PRESET_NOTICE = re.compile(r"^mode (\w+): permission mode \w+, main turns on (\S+)")
+_MODEL_NOTICE = re.compile(r"^model \S+: main turns on (\S+) from the next request$")
 TIERS = {"architect": "think", "editor": "main"}
 
 
@@ -44,6 +45,7 @@ class Block:
     detail: str = ""
     last_line: str = ""
     output: str = ""  # the result's visible text (sanitized), shown when rows are expanded
+    edited: bool = False  # the person edited the input at approval: subject is the edited call's
     level: str = "info"
     # thinking blocks: unfolded on their own (Ctrl+T), apart from Ctrl+O's expand-everything
     unfolded: bool = False
@@ -97,7 +99,15 @@ class Model:
     status: Status = field(default_factory=Status)
     tools: dict[str, Block] = field(default_factory=dict)
     asking: dict[str, str] = field(default_factory=dict)  # open question id -> who asks (for its close)
+    starts: dict[int, int] = field(default_factory=dict)  # turn -> index of its first block (what a rewind cuts)
     _open: Block | None = None  # the assistant/thinking block a delta extends
+    cuts: int = 0  # bumped when blocks are dropped from the middle on: the views are rebuilt
+    # A resumed session's totals before this run (cost, tokens in, out, cache read, written): the
+    # session's own totals restart at zero on a resume, so the status adds these to its totals.
+    # ``_earlier`` holds the totals shown when a run started until that run's first usage event
+    # shows whether the session restarted its count (then they become ``_base``) or carried it on.
+    _earlier: tuple[float, int, int, int, int] | None = None
+    _base: tuple[float, int, int, int, int] = (0.0, 0, 0, 0, 0)
 
     # ------------------------------------------------------------ local actions
 
@@ -118,6 +128,7 @@ class Model:
         t = event.type
         st = self.status
         if t == "session_started":
+            self._new_run()
             st.model = st.model or event.model
             st.mode = event.permission_mode.value
             st.cwd = st.cwd or event.cwd
@@ -125,16 +136,26 @@ class Model:
         elif t == "turn_started":
             st.turn = event.turn
             st.turn_running = True
+            start = len(self.blocks)
+            while start and self.blocks[start - 1].kind == "user" and not self.blocks[start - 1].acked \
+                    and not self.blocks[start - 1].queued:
+                start -= 1  # the message the person just sent (shown before the session echoes it) opens the turn
+            self.starts[event.turn] = start
         elif t == "user_message":
             self._user_message(event)
         elif t in ("text_delta", "thinking_delta"):
             self.deltas(t, [event.text])
         elif t == "tool_call_requested":
             call = event.call
-            subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), st.cwd)
             self.tools[call.id] = self.add("tool", "", call_id=call.id, name=sanitize(call.name),
-                                           subject=sanitize(_one_line(subject)))
+                                           subject=self._subject(call))
             self._running()
+        elif t == "tool_call_edited":
+            edited = self.tools.get(event.call.id)
+            if edited is not None:  # the row shows what runs, not what the model first asked for
+                edited.subject = self._subject(event.call)
+                edited.edited = True
+                edited.touch()
         elif t == "approval_required":
             waiting = self.tools.get(event.call.id)
             if waiting is not None:
@@ -160,7 +181,11 @@ class Model:
             if preset:
                 st.tier = TIERS.get(preset.group(1), st.tier)
                 st.model = preset.group(2)
-            self.add("notice", msg, level=event.level)
+            switched = _MODEL_NOTICE.search(msg)
+            if switched:  # /model NAME took effect: the status line names it
+                st.model = switched.group(1)
+            if not preset:  # a mode change (Shift+Tab, /mode) shows in the status line, not the transcript
+                self.add("notice", msg, level=event.level)
         elif t == "error":
             self.add("error", sanitize(event.message))
         elif t == "usage":
@@ -168,9 +193,14 @@ class Model:
             st.context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens
             if event.session_total is not None:
                 tot = event.session_total
-                st.cost_usd = tot.cost_usd
-                st.input_tokens, st.output_tokens = tot.input_tokens, tot.output_tokens
-                st.cache_read_tokens, st.cache_write_tokens = tot.cache_read_tokens, tot.cache_write_tokens
+                if self._earlier is not None:  # the first usage since a resume's replay
+                    restarted = (tot.input_tokens, tot.output_tokens) == (u.input_tokens, u.output_tokens)
+                    self._base, self._earlier = (self._earlier if restarted else (0.0, 0, 0, 0, 0)), None
+                cost, tin, tout, cread, cwrite = self._base
+                st.cost_usd = cost + tot.cost_usd
+                st.input_tokens, st.output_tokens = tin + tot.input_tokens, tout + tot.output_tokens
+                st.cache_read_tokens = cread + tot.cache_read_tokens
+                st.cache_write_tokens = cwrite + tot.cache_write_tokens
             else:
                 st.cost_usd += u.cost_usd
                 st.input_tokens += u.input_tokens
@@ -180,6 +210,8 @@ class Model:
         elif t == "compacted":
             self.add("notice", f"compacted: {event.before_tokens} → {event.after_tokens} tokens")
         elif t == "rewound":
+            if event.what in ("conversation", "both") and event.to_turn in self.starts:
+                self._cut(self.starts[event.to_turn])  # the turns taken back leave the screen and the transcript
             self.add("notice", f"rewound to turn {event.to_turn} ({event.what})")
         elif t == "checkpoint":
             pass
@@ -212,6 +244,18 @@ class Model:
             else:
                 self._close()
 
+    def _new_run(self) -> None:
+        """A session (re)started: the totals shown so far are kept until its first usage event
+        says whether its own totals include them."""
+        st = self.status
+        if st.cost_usd or st.input_tokens or st.output_tokens:
+            self._earlier = (st.cost_usd, st.input_tokens, st.output_tokens, st.cache_read_tokens,
+                             st.cache_write_tokens)
+
+    def _subject(self, call: Any) -> str:
+        subject = relative(call.subject or json.dumps(call.input, ensure_ascii=False), self.status.cwd)
+        return sanitize(_one_line(subject))
+
     def deltas(self, kind: str, texts: list[str]) -> None:
         """Extend the open reply (``text_delta``) or thinking (``thinking_delta``) block with a run
         of deltas at once: the UI applies a frame's worth of deltas with one join, not one string
@@ -233,18 +277,11 @@ class Model:
         from cox.protocol.messages import ProtocolError, decode_event
 
         shown = 0
-        starts: dict[int, int] = {}  # turn -> index of its first block
         for raw in events:
             kind = raw.get("type")
-            if kind == "turn_started":
-                turn = raw.get("turn")
-                if isinstance(turn, int):
-                    starts[turn] = len(self.blocks)
-            elif kind == "rewound" and raw.get("what", "both") in ("conversation", "both"):
-                to = raw.get("to_turn")
-                if isinstance(to, int) and to in starts:
-                    self._cut(starts[to])
-                    starts = {t: i for t, i in starts.items() if t < to}
+            if kind == "session_started":
+                self._new_run()  # an earlier resume: its totals started again from zero
+                continue
             if kind == "assistant_message":
                 text = "".join(str(b.get("text", "")) for b in raw.get("content", [])
                                if isinstance(b, dict) and b.get("type") == "text")
@@ -256,7 +293,7 @@ class Model:
                 self.add("user", sanitize(str(raw.get("text", ""))), acked=True)
                 shown += 1
                 continue
-            if kind not in ("tool_call_requested", "tool_call_done", "usage", "compacted", "rewound", "turn_done",
+            if kind not in ("tool_call_requested", "tool_call_edited", "tool_call_done", "usage", "compacted", "rewound", "turn_done",
                             "error", "turn_started"):
                 continue
             try:
@@ -275,11 +312,14 @@ class Model:
         return shown
 
     def _cut(self, index: int) -> None:
-        """Drop the blocks from ``index`` on (a rewound part of a replayed transcript)."""
+        """Drop the blocks from ``index`` on (the turns a rewind of the conversation took back,
+        live or in a replayed transcript)."""
         gone = {id(b) for b in self.blocks[index:]}
         del self.blocks[index:]
         self.tools = {k: b for k, b in self.tools.items() if id(b) not in gone}
+        self.starts = {t: i for t, i in self.starts.items() if i < index}
         self._open = None
+        self.cuts += 1
 
     def _close(self) -> None:
         """No delta extends the open block any more (it is drawn as finished)."""
@@ -291,6 +331,7 @@ class Model:
     def clear(self) -> None:
         """/clear: forget the visible transcript (the session's history is untouched)."""
         self.blocks.clear()
+        self.starts.clear()
         self._open = None
         self.tools = {k: b for k, b in self.tools.items() if b.state in ("running", "waiting")}
         self.blocks.extend(self.tools.values())
@@ -356,8 +397,14 @@ MARKS = {"running": "●", "waiting": "?", "ok": "✓", "error": "✗", "denied"
 
 def tool_line(b: Block) -> str:
     mark = MARKS.get(b.state, "●")
+    return f"{mark} {b.name}  {_one_line(b.subject, 70)}  {tool_tail(b)}"
+
+
+def tool_tail(b: Block) -> str:
+    """What follows a tool row's subject: its state or result, ``edited`` first when the person
+    changed the input at approval."""
     tail = b.detail or ("waiting for approval" if b.state == "waiting" else "running…")
-    return f"{mark} {b.name}  {_one_line(b.subject, 70)}  {tail}"
+    return f"edited · {tail}" if b.edited else tail
 
 
 def render_plain(b: Block) -> str:
