@@ -27,8 +27,9 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 ``HANDSHAKE_PROTOCOL_VERSIONS``; a test keeps the two equal). A version it does not know gets the
 newest, as the SDK answers."""
 
-PRIVATE_ID = "cox-front-initialize-6b1f0c"
-"""The id the replayed ``initialize`` carries to the SDK; its answer never reaches the client."""
+PRIVATE_ID = f"cox-front-initialize-{os.urandom(8).hex()}"
+"""The id the replayed ``initialize`` carries to the SDK; its answer never reaches the client
+(random per process, so no id a client picks can be taken for it)."""
 
 
 class Wire:
