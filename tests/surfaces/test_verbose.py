@@ -49,3 +49,27 @@ def test_without_verbose_none_of_it(tmp_path: Path, cox_home: Path) -> None:
     assert "trace" not in p.stderr and "permission allow" not in p.stderr and "pykka" not in p.stderr
     log = cox_home / "logs" / "cox.log"
     assert not log.exists() or "permission allow" not in log.read_text()
+
+
+def test_verbose_lines_are_readable_and_scrubbed(tmp_path: Path, monkeypatch) -> None:
+    import io
+    import logging
+
+    from cox.log import get_logger
+    from cox.surfaces import logs
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    logs.setup(tmp_path, verbose=True)
+    try:
+        get_logger("cox.test").warning("something odd", detail=42, key=SK)
+        logging.getLogger("pykka").debug("Starting SessionActor (urn:uuid:x)")
+        logging.getLogger("pykka").warning("an actor died")
+    finally:
+        for h in list(logging.getLogger().handlers):
+            if getattr(h, "_cox", False):
+                logging.getLogger().removeHandler(h)
+                h.close()
+        logging.getLogger().setLevel(logging.WARNING)
+    lines = err.getvalue().splitlines()
+    assert lines == ["cox: test: something odd detail=42 key=«redacted»", "cox: pykka: an actor died"]
