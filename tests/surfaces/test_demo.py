@@ -81,3 +81,47 @@ def test_the_resume_hint_works_as_printed_without_cox_on_path(tmp_path: Path, co
     assert started["type"] == "session_started" and started["resumed"] is True
     assert started["cwd"] == field(p.stdout, "workspace").split()[0]
     assert events[-1]["result"] == "resumed fine"
+
+
+def test_scripts_demo_prints_a_resume_command_for_the_callers_shell(tmp_path: Path, cox_home: Path) -> None:
+    """``scripts/demo`` (with its real ``_env``) in a copy of the checkout whose ``.venv`` is set
+    up already: ``_env`` puts ``.venv/bin`` on PATH for itself, the person's shell does not have
+    it, so the hint must name ``.venv/bin/cox`` by its path — and that command must work."""
+    import hashlib
+    import shutil
+
+    root = Path(__file__).resolve().parents[2]
+    fake = tmp_path / "checkout"
+    (fake / "scripts").mkdir(parents=True)
+    for name in ("demo", "_env"):
+        shutil.copy2(root / "scripts" / name, fake / "scripts" / name)
+    shutil.copy2(root / "pyproject.toml", fake / "pyproject.toml")
+    venv = fake / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    base = Path(sys.prefix)
+    shutil.copy2(base / "pyvenv.cfg", venv / "pyvenv.cfg")
+    (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+    lib = next((base / "lib").glob("python3*"))
+    (venv / "lib" / lib.name).mkdir(parents=True)
+    (venv / "lib" / lib.name / "site-packages").symlink_to(lib / "site-packages")
+    (venv / "bin" / "cox").write_text(f"#!{venv / 'bin' / 'python'}\n"
+                                      "import sys\nfrom cox.surfaces.cli import main\nsys.exit(main())\n")
+    (venv / "bin" / "cox").chmod(0o755)
+    (venv / ".cox-installed").write_text(hashlib.sha256((fake / "pyproject.toml").read_bytes()).hexdigest() + "\n")
+    npm = fake / "node_modules" / "@modelcontextprotocol" / "server-everything"
+    npm.mkdir(parents=True)
+    (npm / "package.json").write_text("{}")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    p = subprocess.run(["bash", str(fake / "scripts" / "demo")], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    hint = field(p.stdout, "resume it")
+    assert hint.startswith(f"{venv / 'bin' / 'cox'} run --cwd "), hint  # not a bare `cox`: it is not on PATH
+    command = hint.partition(" -p '…'")[0]
+    script = tmp_path / "again.json"
+    script.write_text(json.dumps({"model": "scripted", "replies": [{"text": "resumed fine"}]}))
+    again = subprocess.run(["bash", "-c", f"{command} -p 'once more' --script {script}"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and again.stdout == "resumed fine\n", again.stderr
