@@ -77,6 +77,7 @@ def cmd_demo(args: Any) -> int:
     from cox.policy.permission import Engine
 
     from .. import headless, logs
+    from ..invocation import cox_command
     from ..runtime import App
     from ..wiring import settings_from
 
@@ -112,16 +113,3 @@ def cmd_demo(args: Any) -> int:
           "(needs a model key)", file=where)
     # The demo's one denial is part of the show; anything else is a real failure.
     return 0 if code in (0, 2) else code
-
-
-def cox_command() -> str:
-    """``cox`` as the person can type it from where they are: ``cox`` when that is on PATH and is
-    this installation, else the installation's own script by its full path (``scripts/demo``
-    does not put ``.venv/bin`` on the person's PATH), else this interpreter running the module."""
-    script = Path(sys.executable).parent / "cox"
-    if script.is_file() and os.access(script, os.X_OK):
-        found = shutil.which("cox")
-        if found and Path(found).resolve() == script.resolve():
-            return "cox"
-        return shlex.quote(str(script))
-    return f"{shlex.quote(sys.executable)} -m cox.surfaces.cli"
