@@ -18,12 +18,12 @@ sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` 
 
 
 PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions"]
-PERMISSION_MODE_HELP = ("default: ask (or deny headless) before edits and commands; acceptEdits: edits in the "
-                        "workspace run; plan: read-only; bypassPermissions: nothing asks (deny rules and the sandbox still hold)")
+PERMISSION_MODE_HELP = ("default: edits and commands that are not read-only ask (headless: are denied); "
+                        "acceptEdits: edits in the workspace run too; plan: read-only; bypassPermissions: nothing asks (deny rules and the sandbox still hold)")
 MODEL_HELP = "the model for this session (overrides core.model); `cox config show` prints the configured one"
 CWD_HELP = "the workspace folder (default: the current one)"
-VERBOSE_HELP = ("also log to stderr: each model request (size, time to first token, duration), each permission "
-                "decision, each tool call's duration")
+VERBOSE_HELP = ("also log to stderr: each model request (tokens in and out, duration, cost), each permission "
+                "decision (with its reason), each tool call's status and duration")
 
 EXIT_USAGE = 64  # EX_USAGE: the command line is wrong (2 means "a call was denied" in cox run)
 
