@@ -17,6 +17,14 @@ sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` 
 ``--plain`` (they sanitise what they draw; the TUI's own escapes must pass) or ``mcp serve``."""
 
 
+PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions"]
+PERMISSION_MODE_HELP = ("default: edits and commands that are not read-only ask (headless: are denied); "
+                        "acceptEdits: edits in the workspace run too; plan: read-only; bypassPermissions: nothing asks (deny rules and the sandbox still hold)")
+MODEL_HELP = "the model for this session (overrides core.model); `cox config show` prints the configured one"
+CWD_HELP = "the workspace folder (default: the current one)"
+VERBOSE_HELP = ("also log to stderr: each model request (tokens in and out, duration, cost), each permission "
+                "decision (with its reason), each tool call's status and duration")
+
 EXIT_USAGE = 64  # EX_USAGE: the command line is wrong (2 means "a call was denied" in cox run)
 
 
@@ -42,48 +50,50 @@ def at_least_one(text: str) -> int:
 def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p = Parser(prog="cox", description="cox: a coding agent for the terminal, scripts and editors")
     p.add_argument("--version", action="store_true", help="print the version and exit")
-    p.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
-    p.add_argument("--model")
+    p.add_argument("--permission-mode", choices=PERMISSION_MODES, help=PERMISSION_MODE_HELP)
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--mode", choices=["architect", "editor"], help="start in architect or editor mode")
     p.add_argument("--resume", metavar="ID", help="continue a stored session")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
     p.add_argument("--fork-session", action="store_true",
                    help="with --resume/--continue: continue a copy under a new session id")
-    p.add_argument("--cwd")
+    p.add_argument("--cwd", metavar="DIR", help=CWD_HELP)
     p.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     p.add_argument("--plain", action="store_true", help="the line-mode surface (for terminals urwid cannot draw, "
                    "screen readers, and pipes)")
-    p.add_argument("--verbose", action="store_true", help="log to stderr too")
+    p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub = p.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="run one session headless (for scripts)")
     run.add_argument("-p", "--prompt", dest="prompt", help="the prompt; '-' reads it from stdin")
-    run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text")
+    run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
+                     help="text (default): the answer on stdout, status on stderr; json: one result object; "
+                          "stream-json: every event as a JSON line, the result last")
     run.add_argument("--input-format", choices=["text", "stream-json"], default="text",
                      help="stream-json: Submissions as JSON lines on stdin (answer approvals, interrupt)")
     run.add_argument("--approve", choices=["never", "on-request"], default=None,
                      help="never (default): a call the policy would ask about is denied")
-    run.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan", "bypassPermissions"])
-    run.add_argument("--model")
+    run.add_argument("--permission-mode", choices=PERMISSION_MODES, help=PERMISSION_MODE_HELP)
+    run.add_argument("--model", help=MODEL_HELP)
     run.add_argument("--max-turns", type=at_least_one, metavar="N", help="at most N model requests (N >= 1)")
     run.add_argument("--mode", choices=["architect", "editor"],
                      help="architect: plan mode with main turns on the think tier (this flag is the price consent)")
     run.add_argument("--deep", action="store_true", help="the same as --mode architect")
-    run.add_argument("--cwd")
+    run.add_argument("--cwd", metavar="DIR", help=CWD_HELP)
     run.add_argument("--resume", metavar="ID", help="continue a stored session")
     run.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
     run.add_argument("--fork-session", action="store_true",
                      help="with --resume/--continue: continue a copy under a new session id")
     run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
-    run.add_argument("--verbose", action="store_true", help="log to stderr too")
+    run.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
 
     demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")
     demo.add_argument("--json", action="store_true", help="print stream-json events instead of a transcript")
 
     sessions = sub.add_parser("sessions", help="list and search stored sessions")
-    sessions.add_argument("--grep", metavar="TEXT")
-    sessions.add_argument("--limit", type=int, default=30)
-    sessions.add_argument("--json", action="store_true")
+    sessions.add_argument("--grep", metavar="TEXT", help="only sessions whose title or messages contain TEXT")
+    sessions.add_argument("--limit", type=at_least_one, default=30, metavar="N", help="at most N sessions (default 30)")
+    sessions.add_argument("--json", action="store_true", help="one JSON object per session (with the matching lines)")
 
     sub.add_parser("doctor", help="check keys, config, sandbox, git and tools on this machine")
 
@@ -92,18 +102,23 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     period.add_argument("--day", action="store_true", help="today, by model (the default)")
     period.add_argument("--month", action="store_true", help="this calendar month, by model")
     period.add_argument("--cache", action="store_true", help="prompt-cache hit ratio per session and model")
-    stats.add_argument("--json", action="store_true")
+    stats.add_argument("--json", action="store_true", help="the same figures as JSON")
 
     expand = sub.add_parser("expand", help="print an archived tool output")
-    expand.add_argument("id")
-    expand.add_argument("--lines", metavar="A-B")
+    expand.add_argument("id", help="the archive id a capped tool result names (expand #ID)")
+    expand.add_argument("--lines", metavar="A-B", help="only lines A to B (1-based, inclusive)")
 
     # These commands bring their own parsers; import them only when they may be asked for, so
     # `cox run -p` does not pay for them at start-up.
+    # Otherwise each is a bare name, so a usage error lists every command (none of them can be
+    # what runs: a command line that names one builds the real parsers).
     words = set(sys.argv[1:] if argv is None else argv)
     if words & {*EXTRA_COMMANDS, "-h", "--help"}:
         for module in EXTRA_COMMANDS.values():
             __import__(f"cox.surfaces.{module}", fromlist=["add_parser"]).add_parser(sub)
+    else:
+        for name in EXTRA_COMMANDS:
+            sub.add_parser(name, add_help=False)
     return p
 
 

@@ -35,6 +35,8 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
             rows.append(("warn", "config", sanitize(w)))
     except ConfigError as exc:
         rows.append(("fail", "config", str(exc)))
+    if config is not None:
+        rows.append(_permission_row(config, cwd, env))
     keys = [k for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY") if env.get(k)]
     if keys:
         rows.append(("ok", "model keys", ", ".join(keys) + " set"))
@@ -63,6 +65,21 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
     return rows
 
 
+def _permission_row(config: Any, cwd: Path, env: dict[str, str]) -> tuple[str, str, str]:
+    """The rules compiled exactly as a session compiles them (``wiring.build_engine``): one that
+    does not parse stops every session at start-up, so it is a failure here too, with the fix."""
+    from .wiring import build_engine
+
+    p = config.permissions
+    try:
+        build_engine(config, cwd, Path(env.get("HOME") or Path.home()))
+    except ValueError as exc:
+        return ("fail", "permissions", f"{exc}; no session starts until it is fixed or removed (the grammar is "
+                                       "Tool or Tool(specifier), e.g. Bash(npm test:*); `cox policy check -- "
+                                       "'CMD'` tries a rule set)")
+    return ("ok", "permissions", f"mode {p.mode}; {len(p.allow)} allow, {len(p.ask)} ask, {len(p.deny)} deny rules")
+
+
 def _sandbox_rows(config: Any, cwd: Path, env: dict[str, str]) -> list[tuple[str, str, str]]:
     """Whether the sandbox works, then what a command of a session here would run with."""
     from cox.actors.tools.shell_env import sandbox_status
@@ -86,7 +103,7 @@ def _sandbox_rows(config: Any, cwd: Path, env: dict[str, str]) -> list[tuple[str
         try:
             rules.append(parse_rule(text, "config", home=str(home), roots=[str(cwd)]))
         except RuleError:
-            pass  # the config row reports a bad rule
+            pass  # the permissions row reports a bad rule
     keep, ignored = env_keep_of(config, cwd) if config is not None else ([], None)
     from cox.actors.tools.shell_env import login_environment
 
@@ -139,8 +156,11 @@ def _mcp_rows(config: Any, cwd: Path, home: Path) -> list[tuple[str, str, str]]:
             ok = status == "ready"
             waiting = len(pending.get(name, {}))
             text = status + (f", {count} tools" if ok else "")
-            if ok and waiting:
-                text += f" ({waiting} pending trust; run: cox mcp trust {sanitize(name)})"
+            fix = f"run: cox mcp trust {sanitize(name)} (it shows each tool first)"
+            if ok and waiting and waiting >= count:
+                text = f"{status}, but none of its {count} tools reaches the model: all are pending trust; {fix}"
+            elif ok and waiting:
+                text += f" ({waiting} pending trust; {fix})"
             rows.append(("ok" if ok and not waiting else "warn", label, text))
         return rows + _mcp_auth_rows(servers, home, {r["name"]: str(r.get("status", "")) for r in manager.state()})
     finally:

@@ -277,6 +277,9 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     out = out or sys.stdout
     err = err or sys.stderr
     printer = Printer(fmt, out, err, verbose)
+    from .trace import Trace
+
+    trace = Trace()
     state = RunState(handle.session_id)
     own = stopper is None
     if stopper is None:
@@ -353,6 +356,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 continue
             state.observe(event)
             printer.event(event, line)
+            trace.event(event)
             now = time.monotonic()
             if handle.events.empty() or now - flushed >= FLUSH_EVERY_S:
                 # Idle: show it now. Under a burst lines leave in big writes, but never sit in the

@@ -37,6 +37,34 @@ class JsonLines(logging.Formatter):
         return json.dumps(data, ensure_ascii=False)
 
 
+class Readable(logging.Formatter):
+    """``--verbose`` lines on stderr: ``cox: <where>: <what>``; a structlog record's JSON becomes
+    ``event key=value …``; secret shapes are redacted (the stream itself drops escapes)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from cox.policy.redact import scrub
+
+        message = record.getMessage()
+        if message.startswith("{") and message.endswith("}"):
+            try:
+                data = json.loads(message)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                rest = {k: v for k, v in data.items() if k not in ("event", "timestamp", "level", "logger")}
+                message = " ".join([str(data.get("event", "")), *(f"{k}={v}" for k, v in rest.items())])
+        where = record.name.removeprefix("cox.")
+        text = f"cox: {where}: {message}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return scrub(text)[0]
+
+
+def _no_actor_lifecycle(record: logging.LogRecord) -> bool:
+    """pykka's per-actor start/stop lines (several per tool call) stay in the log file only."""
+    return not (record.name.startswith("pykka") and record.levelno < logging.INFO)
+
+
 def _configure_structlog() -> None:
     import structlog
 
@@ -69,7 +97,8 @@ def setup(log_dir: Path, *, verbose: bool = False, level: str = "info") -> None:
     if verbose:
         err = logging.StreamHandler(sys.stderr)
         err._cox = True  # type: ignore[attr-defined]
-        err.setFormatter(logging.Formatter("cox: %(name)s: %(message)s"))
+        err.setFormatter(Readable())
+        err.addFilter(_no_actor_lifecycle)
         root.addHandler(err)
     root.setLevel(logging.DEBUG if verbose else getattr(logging, level.upper(), logging.INFO))
     cox_log.on_first_use(_configure_structlog)

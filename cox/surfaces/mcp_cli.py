@@ -46,15 +46,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sub.add_parser("list", help="the configured MCP servers, their origin (user, claude, project) and trust")
     trust = sub.add_parser("trust", help="accept a server (a project's: its exact launch, asked first) and its "
                                          "current tool definitions; with no server, list what waits for trust")
-    trust.add_argument("server", nargs="?")
+    trust.add_argument("server", nargs="?", help="the server to accept (as `cox mcp list` names it)")
     trust.add_argument("--yes", action="store_true",
                        help="accept a project server's launch without asking (needed without a terminal)")
     login = sub.add_parser("login", help="log in to an HTTP server that asks for OAuth (opens the browser)")
-    login.add_argument("server")
+    login.add_argument("server", help="the HTTP server to log in to")
     login.add_argument("--timeout", type=float, default=None, metavar="S",
                        help="how long to wait for the browser to come back (default 300)")
     logout = sub.add_parser("logout", help="forget the OAuth token of a server")
-    logout.add_argument("server")
+    logout.add_argument("server", help="the server whose token to forget")
     from .mcp_serve import add_arguments
 
     add_arguments(sub.add_parser("serve", help="serve cox's built-in tools over MCP stdio, confined to the "

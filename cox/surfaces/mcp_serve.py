@@ -15,8 +15,10 @@ the same names, descriptions and input schemas the model sees. Every call
   tool streams while it runs (bash) becomes progress notifications when the client asked for them.
 
 Tools that only make sense inside a session (``todo_write``, ``tool_search``) are not served.
-stdout carries the protocol only: logs go to ``$COX_HOME/logs`` and the SDK points fd 1 at stderr
-while serving, so a tool's stray output cannot corrupt the stream.
+stdout carries the protocol only: logs go to ``$COX_HOME/logs`` (and stderr with ``cox --verbose``)
+and fd 1 points at stderr while serving (``mcp_front.Wire``), so a tool's stray output cannot
+corrupt the stream. ``initialize``, ``ping`` and ``tools/list`` are answered before the SDK is
+imported (``mcp_front``), so a client that lists tools at once sees them within ~0.3 s.
 """
 
 from __future__ import annotations
@@ -60,11 +62,16 @@ class ToolServer:
 
     # --- what a client sees ------------------------------------------------------------------
 
+    def listing(self) -> list[dict[str, Any]]:
+        """The ``tools/list`` answer as plain JSON (the front sends it before the SDK is loaded)."""
+        return [{"name": t.name, "description": t.description, "inputSchema": dict(t.input_schema)}
+                for t in sorted(self.tools.values(), key=lambda t: t.name)]
+
     def list_tools(self) -> list[Any]:
         import mcp_types
 
-        return [mcp_types.Tool(name=t.name, description=t.description, input_schema=dict(t.input_schema))
-                for t in sorted(self.tools.values(), key=lambda t: t.name)]
+        return [mcp_types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+                for t in self.listing()]
 
     # --- one call (runs in a worker thread) -----------------------------------------------------
 
@@ -190,35 +197,73 @@ def build_server(tools: ToolServer) -> Any:
                 scope.cancel("the client cancelled the call")
         return to_mcp(result)
 
-    return Server("cox", version=__version__,
-                  instructions="cox's built-in tools, confined to " + str(tools.cwd) + "; calls a person would "
-                               "have to approve are refused",
+    return Server("cox", version=__version__, instructions=instructions(tools.cwd),
                   on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
-async def serve(tools: ToolServer) -> None:
+def instructions(cwd: Path) -> str:
+    return f"cox's built-in tools, confined to {cwd}; calls a person would have to approve are refused"
+
+
+async def serve(tools: ToolServer, stdin: Any = None, stdout: Any = None) -> None:
+    """Serve with the SDK; ``stdin``/``stdout`` are text files (the front's replay and filter),
+    else the process's own."""
+    import anyio
     from mcp.server.stdio import stdio_server
 
     server = build_server(tools)
-    async with stdio_server() as (read_stream, write_stream):
+    streams = (anyio.wrap_file(stdin), anyio.wrap_file(stdout)) if stdin is not None else (None, None)
+    async with stdio_server(*streams) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run(args: argparse.Namespace) -> int:
-    """Serve until the client closes stdin. 0 then; 2 for a bad ``--cwd`` or config."""
-    import anyio
+class Preload:
+    """Import the SDK in a thread once the front has answered ``tools/list``, so the first
+    ``tools/call`` does not wait the 1–2 s the imports take (and the handshake never does)."""
 
+    MODULES = ("anyio", "anyio.to_thread", "anyio.from_thread", "mcp_types", "mcp.server.lowlevel",
+               "mcp.server.stdio")
+
+    def __init__(self) -> None:
+        import threading
+
+        self.thread = threading.Thread(target=self._load, name="cox-mcp-preload", daemon=True)
+
+    def start(self) -> None:
+        if self.thread.ident is None:
+            self.thread.start()
+
+    def join(self) -> None:
+        self.start()
+        self.thread.join()
+
+    def _load(self) -> None:
+        import importlib
+
+        for name in self.MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - the import on the serving path raises it again, with context
+                log.debug("mcp serve: preloading %s failed", name, exc_info=True)
+                return
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client closes stdin. 0 then; 2 for a bad ``--cwd`` or config (said before
+    anything is answered). The handshake is answered by ``mcp_front`` before the SDK is imported."""
+    from cox import __version__
     from cox.actors.store.layout import cox_home
     from cox.config.loader import load_config
 
     from . import logs
+    from .mcp_front import FilteredOut, Front, ReplayIn, Wire
 
     raw = getattr(args, "cwd", None)
     cwd = Path(raw).expanduser().resolve() if raw else Path.cwd().resolve()
     if not cwd.is_dir():
         print(f"cox mcp serve: --cwd {raw}: not a directory", file=sys.stderr)
         return 2
-    logs.setup(cox_home() / "logs")
+    logs.setup(cox_home() / "logs", verbose=bool(getattr(args, "verbose", False)))
     try:
         config = load_config(cwd)
         tools = ToolServer(config, cwd)
@@ -226,10 +271,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"cox mcp serve: {exc}", file=sys.stderr)
         return 2
     log.info("mcp serve: serving %d tools for %s (mode %s)", len(tools.tools), cwd, tools.mode.value)
+    wire = Wire()
     try:
-        anyio.run(serve, tools)
+        preload = Preload()
+        front = Front(wire, name="cox", version=__version__, instructions=instructions(cwd),
+                      listing=tools.listing, on_listed=preload.start)
+        first = front.run()
+        if first is None:  # the client closed stdin during the handshake
+            return 0
+        preload.join()
+        log.info("mcp serve: the MCP SDK takes over at %s", first[-1][:80].decode("utf-8", "replace").strip())
+        import anyio
+
+        anyio.run(serve, tools, ReplayIn(first, wire.reader), FilteredOut(wire.writer))
     except KeyboardInterrupt:
         pass
+    finally:
+        wire.restore()
     return 0
 
 

@@ -80,7 +80,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                               "\"deny\": [...]}, \"mode\": \"default\", \"tool\": \"Bash\", \"command\": "
                               "\"...\", \"grants\": [...], \"expected\": \"deny\"}")
     _common(test)
-    test.add_argument("policy_cases", metavar="CASES.jsonl")
+    test.add_argument("policy_cases", metavar="CASES.jsonl", help="one case a line: a call and the decision it must get")
     parser.set_defaults(func=run)
     return parser
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from cox.actors.provider.stream import ProviderStreamActor, StreamResult
 from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.actors.tools.call_actor import ToolCallActor
 from cox.log import get_logger
-from cox.policy.redact import Carry
+from cox.policy.redact import Carry, scrub
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
 from cox.protocol.model import ProviderError
@@ -60,6 +61,8 @@ from .resume import Rebuilt
 from .state import Compaction, Turn
 
 log = get_logger("cox.session")
+decisions = logging.getLogger("cox.session.permission")
+"""One DEBUG line per permission decision (stdlib logging: free when ``--verbose`` is off)."""
 
 Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
@@ -916,8 +919,12 @@ class SessionActor(CoxActor):
             if early is not None:
                 self._deliver(turn, call, early)
                 continue
+            started = time.monotonic()
             outcome = self.engine.decide(call, self.mode, self.s.approval_policy, self.s.sandbox_mode, self.grants)
             kind = str(getattr(outcome.kind, "value", outcome.kind))
+            if decisions.isEnabledFor(logging.DEBUG):  # --verbose; a command may carry a secret
+                decisions.debug("%s", scrub(f"permission {kind} for {call.name} {call.subject}: {outcome.reason} "
+                                            f"({(time.monotonic() - started) * 1000:.1f} ms)")[0])
             if kind == "allow":
                 earlier = self.reads.lookup(call, turn.turn)
                 if earlier is not None:
