@@ -70,6 +70,9 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
             kind, name = "openai", tier_model("openai", "code")
         if kind == "openai" and "api.openai.com" not in openai_base:
             kind = "openai-chat"
+        if kind == "scripted":
+            raise SetupError(f"models.{name}.provider is 'scripted' but no script was given; "
+                             "pass --script FILE (or set core.script)")
     elif model_is_default and guess_provider(name) != kind and kind != "openai-chat":
         name = tier_model(kind, "code")
     cheap = tier_model(kind, "cheap", config.core.cheap_model) if kind != "openai-chat" else name
