@@ -298,11 +298,12 @@ def cmd_interactive(args: Any) -> int:
         from .tui import app as tui
 
         s = prep.settings
+        asked = s.main_model(s.preset)
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                        notices=prep.config.warnings,
-                       status={"model": s.model, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
+                       status={"model": asked, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
-                               "context_window": describe(s.model, s.model_overrides).context_window,
+                               "context_window": describe(asked, s.model_overrides).context_window,
                                "tier": "think" if s.preset == "architect" else "code",
                                **({"rollout": str(prep.layout.rollout(s.session_id))} if prep.resumed else {})})
     finally:

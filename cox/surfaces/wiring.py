@@ -56,8 +56,9 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
             scripted = ScriptedProvider(script)
         except ScriptError as exc:
             raise SetupError(str(exc)) from None
-        return Chosen(scripted, model or scripted.model, "scripted", model or scripted.model,
-                      model or scripted.model)
+        named = model or scripted.model  # the script plays whatever is asked: tiers are names only
+        return Chosen(scripted, named, "scripted", config.core.cheap_model or named,
+                      config.core.think_model or named)
     anthropic_key = env.get("ANTHROPIC_API_KEY") or None
     anthropic_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
     openai_key = env.get("OPENAI_API_KEY") or None

@@ -110,6 +110,11 @@ class SessionSettings:
     """Opens a URL an MCP server asked for, once the person chose open (URL elicitation); returns
     why it could not, or None. Default: the system browser (``questions.open_in_browser``)."""
 
+    def main_model(self, preset: str) -> str:
+        """The model main turns ask under ``preset`` (architect: the think tier): what every
+        report of "the model" names — session_started, the status line, the window."""
+        return self.think_model if preset == "architect" and self.think_model else self.model
+
 
 @dataclass
 class OpenDialogue:
@@ -270,7 +275,7 @@ class SessionActor(CoxActor):
                 spent: Any = store.ask(("spent_since", since), timeout=10)
                 self.month_spent = float(spent)
         self.emit(m.SessionStarted(
-            session_id=self.s.session_id, cwd=str(self.s.cwd), model=self.s.model,
+            session_id=self.s.session_id, cwd=str(self.s.cwd), model=self._main_model(),
             permission_mode=self.mode, tools=sorted(self.tools), mcp_servers=self.s.mcp_servers,
             resumed=self.resumed is not None,
         ))
@@ -474,9 +479,7 @@ class SessionActor(CoxActor):
         return PermissionMode.PLAN if self.preset == "architect" else self.base_mode
 
     def _main_model(self) -> str:
-        if self.preset == "architect" and self.s.think_model:
-            return self.s.think_model
-        return self.s.model
+        return self.s.main_model(self.preset)
 
     def _sub_compact(self, sub: m.Compact) -> None:
         if self.active is not None or self.compaction is not None:
@@ -1200,7 +1203,7 @@ class SessionActor(CoxActor):
     def _context_full(self) -> bool:
         from cox.actors.provider.catalog import describe
 
-        window = describe(self.s.model, self.s.model_overrides).context_window
+        window = describe(self._main_model(), self.s.model_overrides).context_window
         return self.last_context_tokens >= self.s.compact_at * window
 
     def _start_compaction(self, focus: str | None, turn: Turn | None) -> bool:
