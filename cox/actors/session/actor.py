@@ -863,7 +863,10 @@ class SessionActor(CoxActor):
             call = ToolCall(id=block["id"], name=block["name"], input=block.get("input") or {})
             early: ToolResult | None = None
             tool = self.tools.get(call.name)
-            if tool is None:
+            if tool is None and call.name in self.deferred:
+                early = ToolResult.error(f"{call.name} is deferred and not loaded yet: call tool_search with "
+                                         f"query 'select:{call.name}' first, then call it")
+            elif tool is None:
                 early = ToolResult.error(f"unknown tool {call.name!r}; available: {', '.join(sorted(self.tools))}")
             elif cut or "input_error" in block:
                 early = ToolResult.error(
