@@ -150,3 +150,44 @@ def test_a_project_may_lower_the_count_never_raise_it(tmp_path: Path, cox_home: 
     assert any("max_loaded_tools" in w and "only lower" in w for w in config.warnings)
     (ws / ".cox" / "config.toml").write_text("[mcp]\nmax_loaded_tools = 2\n")
     assert load_config(ws, cox_home=cox_home, env={}, user_home=tmp_path).mcp.max_loaded_tools == 2
+
+
+def _fakes(n: int) -> dict[str, BaseTool]:
+    from cox.actors.tools.registry import builtin_tools
+
+    return {**builtin_tools(), **{f"mcp__s__x{i}": _Fake(f"mcp__s__x{i}", "s") for i in range(n)}}
+
+
+def test_a_resumed_session_loads_again_the_deferred_tools_it_called(tmp_path: Path, cox_home: Path):
+    from cox.actors.session.resume import rebuild
+    from cox.actors.store.rollout import read_rollout
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    tools, deferred = split_deferred(_fakes(4), 1)
+    first = run_session(ws, cox_home, [
+        {"tool_calls": [{"id": "a1", "name": "tool_search", "input": {"query": "select:mcp__s__x3"}}]},
+        {"tool_calls": [{"id": "a2", "name": "mcp__s__x3", "input": {}}]},
+        {"text": "done"},
+    ], "go", tools=tools, deferred=deferred, allow=["mcp__s__x3"])
+    sid = first.settings.session_id
+    rebuilt = rebuild(read_rollout(cox_home / "sessions" / f"{sid}.jsonl").events)
+    tools, deferred = split_deferred(_fakes(4), 1)  # a new process: nothing activated yet
+    again = run_session(ws, cox_home, [
+        {"tool_calls": [{"id": "b1", "name": "mcp__s__x3", "input": {}}]},
+        {"text": "again"},
+    ], "once more", tools=tools, deferred=deferred, allow=["mcp__s__x3"], resumed=rebuilt, session_id=sid)
+    names = [t.name for t in again.provider.requests[0].tools]
+    assert "mcp__s__x3" in names and "mcp__s__x2" not in names
+    done = {e.call_id: e.result for e in again.of("tool_call_done")}
+    assert done["b1"].ok and done["b1"].visible == "mcp__s__x3 ran"
+
+
+def test_tools_pending_trust_take_a_loaded_place_last():
+    from cox.actors.tools.registry import builtin_tools
+
+    pending = _Fake("mcp__repo__p0", "repo")
+    pending.trusted = False  # type: ignore[attr-defined]
+    base = {**builtin_tools(), "mcp__repo__p0": pending, "mcp__mine__ok": _Fake("mcp__mine__ok", "mine")}
+    tools, deferred = split_deferred(base, 1)
+    assert "mcp__mine__ok" in tools and list(deferred) == ["mcp__repo__p0"]

@@ -240,6 +240,11 @@ class SessionActor(CoxActor):
             self.history = resumed.history
             self.turn_starts = resumed.turn_starts
             self.last_turn = resumed.last_turn
+            from cox.actors.tools.deferral import used_in
+
+            for name in used_in(self.history, self.deferred):  # loaded again, as before the resume
+                self.tools[name] = self.deferred[name]
+                self.tool_extra["activated_tools"].append(name)
         from cox.actors.tools.registry import specs
 
         self.assembler = Assembler(settings.model, specs(tools), settings.cwd,

@@ -7,13 +7,16 @@ built-in tools, the first ``max_loaded`` MCP tools (in the servers' configured o
 server's listing order) and ``tool_search``, whose description names how many tools wait and on
 which servers, so the model knows to look. ``tool_search`` finds them by words or
 ``select:name``, and the session adds their specs to the next request (``deferred.py``).
-Built-in tools and the two MCP resource tools are never deferred.
+Built-in tools and the two MCP resource tools are never deferred; a tool pending trust takes a
+loaded place only after every trusted one. A resumed session loads again the deferred tools its
+history called (``used_in``), so the model can go on calling them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .base import BaseTool
 from .deferred import ToolSearchTool
@@ -26,6 +29,8 @@ def split_deferred(tools: Mapping[str, BaseTool], max_loaded: int) -> tuple[dict
     with any deferred, ``loaded["tool_search"]`` is one that says what waits. Under the count
     nothing changes (the same dict, so the request stays byte-identical)."""
     mcp = [name for name in tools if name.startswith(MCP_PREFIX)]
+    # a tool pending trust answers only "not trusted yet": it takes a loaded place last
+    mcp.sort(key=lambda name: not getattr(tools[name], "trusted", True))
     if len(mcp) <= max_loaded:
         return dict(tools), {}
     later = set(mcp[max(max_loaded, 0):])
@@ -41,3 +46,14 @@ def summary(deferred: Mapping[str, BaseTool]) -> str:
     parts = ", ".join(f"{server}: {n}" for server, n in sorted(servers.items(), key=lambda kv: (-kv[1], kv[0])))
     count = len(deferred)
     return f"{count} more MCP tool{'s' if count != 1 else ''} {'are' if count != 1 else 'is'} deferred ({parts})"
+
+
+def used_in(history: Iterable[dict[str, Any]], deferred: Mapping[str, BaseTool]) -> list[str]:
+    """The deferred tools a (resumed) conversation already called, in first-call order."""
+    seen: dict[str, None] = {}
+    for message in history:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in deferred:
+                seen.setdefault(str(block["name"]), None)
+    return list(seen)
