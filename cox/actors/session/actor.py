@@ -266,8 +266,8 @@ class SessionActor(CoxActor):
         others: Any = []
         if store is not None:
             try:  # a failure is told back as ("storage_failed", …) and raised again at the turn's end
-                others = store.ask(("open", {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.s.model},
-                                    self.actor_ref), timeout=10)
+                meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self._main_model()}
+                others = store.ask(("open", meta, self.actor_ref), timeout=10)
             except Exception as exc:
                 if type(exc).__name__ != "StorageError":
                     raise
