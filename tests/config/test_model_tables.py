@@ -124,3 +124,24 @@ def test_config_show_prints_the_table_and_the_catalog_reads_it(ws: Path, cox_hom
     info = describe("my-local", config.models)  # the records themselves, as choose_provider passes them
     assert (info.context_window, info.max_output, info.input, info.output) == (4000, 1000, 2.0, 10.0)
     assert info.provider == "openai-chat"
+
+
+@pytest.mark.parametrize("window, judged_full", [(1000, True), (None, False)])
+def test_the_tables_window_decides_when_the_context_is_full(ws: Path, cox_home: Path, tmp_path: Path,
+                                                            window: int | None, judged_full: bool):
+    # 900 tokens fill 3/4 of a 1000-token window (compaction is tried; one turn is too few to
+    # summarise, which it says, before the next turn starts); with no table the unknown model
+    # gets 128k and nothing is tried
+    table = f"[models.my-model]\ncontext_window = {window}\n" if window else ""
+    (cox_home / "config.toml").write_text("[context]\nkeep_turns = 1\n" + table)
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"model": "my-model", "replies": [
+        {"text": "one", "usage": {"input_tokens": 900, "output_tokens": 5}}, {"text": "two"}]}))
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script),
+                        "--input-format", "stream-json", "--output-format", "stream-json"],
+                       cwd=ws, env=_env(cox_home), input="".join(  # the second turn waits for the judgement
+                           json.dumps({"type": "user_turn", "text": t}) + "\n" for t in ("a", "b")),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    notices = [json.loads(x)["message"] for x in p.stdout.splitlines() if '"notice"' in x]
+    assert any("nothing to compact" in n for n in notices) is judged_full, notices
