@@ -191,3 +191,30 @@ def test_tools_pending_trust_take_a_loaded_place_last():
     base = {**builtin_tools(), "mcp__repo__p0": pending, "mcp__mine__ok": _Fake("mcp__mine__ok", "mine")}
     tools, deferred = split_deferred(base, 1)
     assert "mcp__mine__ok" in tools and list(deferred) == ["mcp__repo__p0"]
+
+
+@pytest.mark.parametrize("rules", [{"deny": ["mcp__s__x2"]}, {}])
+def test_a_tool_loaded_by_tool_search_is_judged_like_any_other(tmp_path: Path, cox_home: Path,
+                                                               rules: dict[str, list[str]]):
+    # loading a tool is no permission to run it: a deny rule still refuses it, and with no
+    # rule it asks (here nobody answers: approval policy never)
+    from cox.protocol.types import ApprovalPolicy
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ran: list[str] = []
+
+    class Spy(_Fake):
+        def call(self, call: ToolCall, env: Any) -> ToolResult:
+            ran.append(self.name)
+            return super().call(call, env)
+
+    tools, deferred = split_deferred({**_fakes(2), "mcp__s__x2": Spy("mcp__s__x2", "s")}, 1)
+    run = run_session(ws, cox_home, [
+        {"tool_calls": [{"id": "d1", "name": "tool_search", "input": {"query": "select:mcp__s__x2"}}]},
+        {"tool_calls": [{"id": "d2", "name": "mcp__s__x2", "input": {}}]},
+        {"text": "done"},
+    ], "go", tools=tools, deferred=deferred, policy=ApprovalPolicy.NEVER, **rules)
+    done = {e.call_id: e.result for e in run.of("tool_call_done")}
+    assert "enabled: mcp__s__x2" in done["d1"].visible
+    assert done["d2"].status.value == "denied" and ran == []
