@@ -111,8 +111,9 @@ class SessionSettings:
     why it could not, or None. Default: the system browser (``questions.open_in_browser``)."""
 
     def main_model(self, preset: str) -> str:
-        """The model main turns ask under ``preset`` (architect: the think tier): what every
-        report of "the model" names — session_started, the status line, the window."""
+        """The model main turns start on under ``preset`` (architect: the think tier), for a
+        surface's status before the session says (the session's ``_main_model`` is the live
+        answer, which every report of "the model" uses: session_started, usage, the window)."""
         return self.think_model if preset == "architect" and self.think_model else self.model
 
 
@@ -484,7 +485,9 @@ class SessionActor(CoxActor):
         return PermissionMode.PLAN if self.preset == "architect" else self.base_mode
 
     def _main_model(self) -> str:
-        return self.s.main_model(self.preset)
+        if self.preset == "architect" and self.s.think_model:
+            return self.s.think_model
+        return self.s.model
 
     def _sub_compact(self, sub: m.Compact) -> None:
         if self.active is not None or self.compaction is not None:
