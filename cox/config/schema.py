@@ -119,6 +119,7 @@ class McpConfig(_Section):
 
     timeout_s: float = field(default=60.0, gt=0)
     startup_timeout_s: float = field(default=30.0, gt=0)
+    max_loaded_tools: int = field(default=40, ge=0)  # MCP tools past it wait behind tool_search
     servers: dict[str, McpServerConfig] = field(default_factory=dict)
 
 

@@ -128,7 +128,8 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed)
 
 
-def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dict[str, Any]:
+def session_tools(app: Any, prep: Prepared, *,
+                  interactive: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """The built-in tools, plus those of the configured MCP servers (started under the app's
     ``mcp`` supervisor; a server that fails is a warning and an absence) and the two resource
     tools (``list_mcp_resources``, ``read_mcp_resource``). The MCP SDK is imported only when a
@@ -138,14 +139,18 @@ def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dic
     The first model request does not wait for a server whose tool listing is cached
     (``cox.actors.mcp.cache``): its tools are built from the cache, and it starts in the
     background (even the SDK import happens there); a call of one of its tools waits for it. Only
-    a server never listed before is waited for, at most ``mcp.startup_timeout_s``."""
+    a server never listed before is waited for, at most ``mcp.startup_timeout_s``.
+
+    Returns ``(tools, deferred)``: MCP tools past ``mcp.max_loaded_tools`` are deferred, found
+    and loaded through ``tool_search`` (``cox.actors.tools.deferral``)."""
     tools = _tools()
     from cox.actors.mcp.config import load_servers
 
     servers = load_servers(prep.config.mcp, prep.cwd)
     if not servers:
-        return tools
+        return tools, {}
     from cox.actors.mcp import resource_tools, start_mcp
+    from cox.actors.tools.deferral import split_deferred
     from cox.policy.sandbox import SandboxPolicy
 
     s = prep.settings
@@ -163,7 +168,7 @@ def session_tools(app: Any, prep: Prepared, *, interactive: bool = False) -> dic
     for notice in manager.notices():  # ignored fields, untrusted, failed and pending servers
         print(f"cox: warning: {notice}", file=sys.stderr)
     s.mcp_servers = manager.state()
-    return {**tools, **resource_tools(manager), **manager.tools()}
+    return split_deferred({**tools, **resource_tools(manager), **manager.tools()}, prep.config.mcp.max_loaded_tools)
 
 
 def read_prompt(args: Any) -> str | None:
@@ -219,7 +224,8 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         apps.append(App(prep.home))
         app = apps[0]
         store_ready(app)
-        handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep), prep.engine, prep.resumed)
+        tools, deferred = session_tools(app, prep)
+        handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed, deferred=deferred)
     except Refused as exc:
         return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
     except Exception as exc:  # the store could not start (a home the cheap checks let through), or a bug
@@ -285,8 +291,9 @@ def cmd_interactive(args: Any) -> int:
     try:
         try:
             store_ready(app)
-            handle = app.open_session(prep.settings, prep.provider, session_tools(app, prep, interactive=True),
-                                      prep.engine, prep.resumed)
+            tools, deferred = session_tools(app, prep, interactive=True)
+            handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
+                                      deferred=deferred)
         except Exception as exc:
             return fail(_startup_failure(exc, prep))
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
@@ -298,11 +305,12 @@ def cmd_interactive(args: Any) -> int:
         from .tui import app as tui
 
         s = prep.settings
+        asked = s.main_model(s.preset)
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                        notices=prep.config.warnings,
-                       status={"model": s.model, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
+                       status={"model": asked, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
-                               "context_window": describe(s.model, s.model_overrides).context_window,
+                               "context_window": describe(asked, s.model_overrides).context_window,
                                "tier": "think" if s.preset == "architect" else "code",
                                **({"rollout": str(prep.layout.rollout(s.session_id))} if prep.resumed else {})})
     finally:

@@ -56,8 +56,9 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
             scripted = ScriptedProvider(script)
         except ScriptError as exc:
             raise SetupError(str(exc)) from None
-        return Chosen(scripted, model or scripted.model, "scripted", model or scripted.model,
-                      model or scripted.model)
+        named = model or scripted.model  # the script plays whatever is asked: tiers are names only
+        return Chosen(scripted, named, "scripted", config.core.cheap_model or named,
+                      config.core.think_model or named)
     anthropic_key = env.get("ANTHROPIC_API_KEY") or None
     anthropic_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
     openai_key = env.get("OPENAI_API_KEY") or None
@@ -70,6 +71,9 @@ def choose_provider(config: Any, script: str | None, env: dict[str, str] | None 
             kind, name = "openai", tier_model("openai", "code")
         if kind == "openai" and "api.openai.com" not in openai_base:
             kind = "openai-chat"
+        if kind == "scripted":
+            raise SetupError(f"models.{name}.provider is 'scripted' but no script was given; "
+                             "pass --script FILE (or set core.script)")
     elif model_is_default and guess_provider(name) != kind and kind != "openai-chat":
         name = tier_model(kind, "code")
     cheap = tier_model(kind, "cheap", config.core.cheap_model) if kind != "openai-chat" else name

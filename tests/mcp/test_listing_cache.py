@@ -306,8 +306,9 @@ def _session(tmp_path: Path, cox_home: Path, ws: Path, replies: list[dict[str, A
             seen.append(time.time())
 
     try:
-        tools = session_tools(app, prep)
-        run = run_session(ws, cox_home, replies, "go", tools=tools, app=app, mode=PermissionMode.BYPASS,
+        tools, deferred = session_tools(app, prep)
+        run = run_session(ws, cox_home, replies, "go", tools=tools, deferred=deferred, app=app,
+                          mode=PermissionMode.BYPASS,
                           react=react, timeout=30, mcp_servers=prep.settings.mcp_servers)
     finally:
         app.close()

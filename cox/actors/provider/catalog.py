@@ -96,13 +96,27 @@ def lookup(name: str, overrides: dict[str, Any] | None = None) -> ModelInfo | No
             info = replace(info, name=name)
     over = (overrides or {}).get(name)
     if over:
-        fields = {k: v for k, v in dict(over).items() if v is not None}
+        fields = {k: v for k, v in _plain(over).items() if v is not None}
         if info is None:
             provider = fields.pop("provider", None) or guess_provider(name)
             info = ModelInfo(name, provider, int(fields.pop("context_window", UNKNOWN_WINDOW)),
                              int(fields.pop("max_output", 8192)))
         info = replace(info, **fields)
     return info
+
+
+def _plain(over: Any) -> dict[str, Any]:
+    """One ``[models.<name>]`` entry as a dict: the config's ``ModelConfig`` record (what
+    ``config.models`` holds) or an already plain dict (what ``SessionSettings`` carries)."""
+    if isinstance(over, dict):
+        return over
+    from cox.protocol.record import is_record, to_plain
+
+    if is_record(over):
+        plain = to_plain(over)
+        assert isinstance(plain, dict)
+        return plain
+    raise TypeError(f"a model override must be a table, not {type(over).__name__}")
 
 
 def guess_provider(name: str) -> str:

@@ -113,6 +113,12 @@ class SessionSettings:
     """Opens a URL an MCP server asked for, once the person chose open (URL elicitation); returns
     why it could not, or None. Default: the system browser (``questions.open_in_browser``)."""
 
+    def main_model(self, preset: str) -> str:
+        """The model main turns start on under ``preset`` (architect: the think tier), for a
+        surface's status before the session says (the session's ``_main_model`` is the live
+        answer, which every report of "the model" uses: session_started, usage, the window)."""
+        return self.think_model if preset == "architect" and self.think_model else self.model
+
 
 @dataclass
 class OpenDialogue:
@@ -239,6 +245,11 @@ class SessionActor(CoxActor):
             self.history = resumed.history
             self.turn_starts = resumed.turn_starts
             self.last_turn = resumed.last_turn
+            from cox.actors.tools.deferral import used_in
+
+            for name in used_in(self.history, self.deferred):  # loaded again, as before the resume
+                self.tools[name] = self.deferred[name]
+                self.tool_extra["activated_tools"].append(name)
         from cox.actors.tools.registry import specs
 
         self.assembler = Assembler(settings.model, specs(tools), settings.cwd,
@@ -260,8 +271,8 @@ class SessionActor(CoxActor):
         others: Any = []
         if store is not None:
             try:  # a failure is told back as ("storage_failed", …) and raised again at the turn's end
-                others = store.ask(("open", {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.s.model},
-                                    self.actor_ref), timeout=10)
+                meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self._main_model()}
+                others = store.ask(("open", meta, self.actor_ref), timeout=10)
             except Exception as exc:
                 if type(exc).__name__ != "StorageError":
                     raise
@@ -274,7 +285,7 @@ class SessionActor(CoxActor):
                 spent: Any = store.ask(("spent_since", since), timeout=10)
                 self.month_spent = float(spent)
         self.emit(m.SessionStarted(
-            session_id=self.s.session_id, cwd=str(self.s.cwd), model=self.s.model,
+            session_id=self.s.session_id, cwd=str(self.s.cwd), model=self._main_model(),
             permission_mode=self.mode, tools=sorted(self.tools), mcp_servers=self.s.mcp_servers,
             resumed=self.resumed is not None,
         ))
@@ -894,7 +905,10 @@ class SessionActor(CoxActor):
             call = ToolCall(id=block["id"], name=block["name"], input=block.get("input") or {})
             early: ToolResult | None = None
             tool = self.tools.get(call.name)
-            if tool is None:
+            if tool is None and call.name in self.deferred:
+                early = ToolResult.error(f"{call.name} is deferred and not loaded yet: call tool_search with "
+                                         f"query 'select:{call.name}' first, then call it")
+            elif tool is None:
                 early = ToolResult.error(f"unknown tool {call.name!r}; available: {', '.join(sorted(self.tools))}")
             elif cut or "input_error" in block:
                 early = ToolResult.error(
@@ -1238,7 +1252,7 @@ class SessionActor(CoxActor):
     def _context_full(self) -> bool:
         from cox.actors.provider.catalog import describe
 
-        window = describe(self.s.model, self.s.model_overrides).context_window
+        window = describe(self._main_model(), self.s.model_overrides).context_window
         return self.last_context_tokens >= self.s.compact_at * window
 
     def _start_compaction(self, focus: str | None, turn: Turn | None) -> bool:

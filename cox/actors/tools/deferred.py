@@ -5,7 +5,7 @@ Every tool spec in the request costs tokens and sits in the cache prefix, so rar
 ``env.extra["deferred_tools"]``. The model searches that catalog by words; the tools it finds
 are recorded in ``env.extra["activated_tools"]`` and the session adds their specs to the next
 request (and emits the Notice that the cache prefix changed). ``select:a,b`` picks tools by
-exact name.
+exact name. Which tools are deferred is ``deferral.py``'s choice.
 """
 
 from __future__ import annotations
@@ -81,6 +81,13 @@ class ToolSearchTool(BaseTool):
     }
     parallel = False  # it changes the session's tool set; one at a time keeps the order stable
     required = ("query",)
+
+    def __init__(self, waiting: str = "") -> None:
+        """``waiting`` names what this session deferred (``deferral.summary``), so the model knows
+        a tool it misses may be one search away; it is fixed for the session (the cache prefix)."""
+        if waiting:
+            self.description = (f"{ToolSearchTool.description} In this session {waiting}: search here before "
+                                "concluding that a tool is missing.")
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
