@@ -427,8 +427,10 @@ class TUI:
         (nothing when no turn ran: there is nothing to continue)."""
         if self.model.status.turn <= 0:
             return ""
+        from cox.surfaces.invocation import cox_command
+
         sid = sanitize(str(self.handle.session_id))
-        return f"session {sid} · resume with: cox --resume {sid}\n"
+        return f"session {sid} · resume with: {cox_command()} --resume {sid}\n"
 
     def _editor_instead(self) -> None:
         self.handle.submit(m.SetMode(preset="editor"))
