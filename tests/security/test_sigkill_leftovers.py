@@ -53,9 +53,9 @@ touch {marker}
         pids = attack.workspace / "pids"
         deadline = time.monotonic() + BOUND_S
         while time.monotonic() < deadline and proc.poll() is None:
-            if pids.exists() and len(pids.read_text().split()) >= 3 and (
-                    not background or alive(f"sleep\0{tag}9".encode())):
-                break
+            if pids.exists() and len(pids.read_text().split()) >= 3 and len(alive(f"sleep\0{tag}".encode())) >= 3 \
+                    and (not background or alive(f"sleep\0{tag}9".encode())):
+                break  # (a pid is written before its sleep has started: wait for both)
             time.sleep(0.02)
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
         started = [int(p) for p in pids.read_text().split()]

@@ -193,6 +193,7 @@ def test_help_names_tmux_escape_time_when_it_delays_esc(tui: Any) -> None:
     screen = t.wait("escape-time")
     assert "tmux holds each Esc for 500 ms" in " ".join(x.strip() for x in screen.splitlines())
     t.send("/clear")
+    t.wait(lambda s: "escape-time" not in s and "commands: /mode" not in s)  # the first /help is gone
     t.tmux("set-option", "-s", "escape-time", "10")
     t.send("/help")
     screen = t.wait("commands: /mode")
