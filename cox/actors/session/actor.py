@@ -138,18 +138,33 @@ def _resolve(reply: concurrent.futures.Future[dict[str, Any]], outcome: dict[str
         pass  # the server's request was withdrawn (cancelled) meanwhile
 
 
-def _reap_later(processes: list[Any], delay: float = 1.0) -> None:
+REAP_AFTER_S = 1.0
+"""How long the calls of a finished turn have to reap their own processes before the session does."""
+
+
+def _reap_later(me: pykka.ActorRef[Any], processes: list[Any]) -> None:
     """Processes of a finished turn that their calls have not reaped yet (a call that crashed
-    or was killed) are ended and reaped off the session's thread, after their calls had a
-    moment to do it themselves."""
+    or was killed). Usually there are none: the exited ones nobody waited for are reaped now, and
+    nothing waits. Otherwise the calls get ``REAP_AFTER_S`` to do it themselves (each removes its
+    own from ``processes``), then the session ends and reaps what is left — a timer task telling
+    the session, not a thread of its own."""
     from cox.actors.tools.bash import reap, reap_strays
 
-    def run() -> None:
-        time.sleep(delay)
+    if not processes:
+        reap_strays()
+        return
+
+    def end_them() -> None:
         reap(processes)
         reap_strays()
 
-    threading.Thread(target=run, name="cox-reaper", daemon=True).start()
+    def due() -> None:
+        try:
+            me.tell(("reap", processes))
+        except pykka.ActorDeadError:  # the session is gone: nobody else will
+            threading.Thread(target=end_them, name="cox-reaper", daemon=True).start()
+
+    scheduler.call_later(REAP_AFTER_S, due)
 
 
 class ScopeHolder:
@@ -386,6 +401,12 @@ class SessionActor(CoxActor):
             self.storage_episode = max(self.storage_episode, episode)
             return str(exc) if type(exc).__name__ == "StorageError" else f"could not sync the rollout: {exc}"
         return None
+
+    def _on_reap(self, processes: list[Any]) -> None:
+        from cox.actors.tools.bash import reap, reap_strays
+
+        reap(processes)
+        reap_strays()
 
     def _on_storage_failed(self, episode: int, sentence: str) -> None:
         """The store could not write this session's record: say so, and end the running turn
@@ -1231,7 +1252,7 @@ class SessionActor(CoxActor):
         self._cancel_questions("session_closed" if self.closing else
                                "interrupted" if stop is StopReason.INTERRUPTED else "turn_ended")
         if turn.ran_commands:
-            _reap_later(turn.processes)
+            _reap_later(self.actor_ref, turn.processes)
         self._settle_markers()
         self.emit(m.TurnDone(turn=turn.turn, stop=stop, reason=reason))
         if self.closing:
