@@ -242,10 +242,12 @@ def store_ready(app: Any) -> None:
     """Wait until the store has opened cox.db and the rollout folder (an ask it answers only once
     started: a ``sync`` of no session writes nothing). A store that could not start raises here,
     at start-up, instead of taking the session down with it after the run began."""
+    from cox.actors.store.messages import Sync
+
     store = app.store()
     if store is None:
         raise RuntimeError("the store did not start")
-    store.ask(("sync", ""), timeout=30)
+    store.ask(Sync(""), timeout=30)
 
 
 def _startup_failure(exc: Exception, prep: Prepared | None) -> str:

@@ -16,6 +16,7 @@ import pytest
 from cox.actors.store import presence
 from cox.actors.store.actor import StorageError, StoreActor
 from cox.actors.store.layout import Layout
+from cox.actors.store.messages import Append, ArchivePut, Close, Open, Sync, Title, Usage
 
 
 class Reporter:
@@ -36,31 +37,31 @@ def store(tmp_path: Path):
 
 def test_a_failed_db_write_is_told_once_and_raised_by_the_next_sync(store: StoreActor, tmp_path: Path):
     rep = Reporter()
-    assert store.on_receive(("open", {"id": "S", "cwd": str(tmp_path)}, rep)) == []
+    assert store.on_receive(Open({"id": "S", "cwd": str(tmp_path)}, rep)) == []
     assert store.conn is not None
     store.conn.execute("PRAGMA query_only=ON")  # every write now fails as a read-only db does
-    assert store.on_receive(("usage", "S", {"model": "m"})) is None  # a tell: the store lives on
-    assert store.on_receive(("title", "S", "t")) is None
+    assert store.on_receive(Usage("S", {"model": "m"})) is None  # a tell: the store lives on
+    assert store.on_receive(Title("S", "t")) is None
     assert len(rep.told) == 1
     kind, episode, sentence = rep.told[0]
     assert kind == "storage_failed" and episode == 1
     assert f"could not write the session index {store.layout.db}" in sentence
     with pytest.raises(StorageError) as info:
-        store.on_receive(("sync", "S"))
+        store.on_receive(Sync("S"))
     assert str(info.value) == sentence and info.value.episode == 1
     store.conn.execute("PRAGMA query_only=OFF")
-    assert store.on_receive(("sync", "S")) is True  # reported once, then clear
-    store.on_receive(("append", "S", '{"type": "notice", "message": "fine"}'))
-    assert store.on_receive(("sync", "S")) is True
+    assert store.on_receive(Sync("S")) is True  # reported once, then clear
+    store.on_receive(Append("S", '{"type": "notice", "message": "fine"}'))
+    assert store.on_receive(Sync("S")) is True
 
 
 def test_a_failed_archive_write_names_the_archive(store: StoreActor, tmp_path: Path):
     rep = Reporter()
-    store.on_receive(("open", {"id": "S", "cwd": str(tmp_path)}, rep))
+    store.on_receive(Open({"id": "S", "cwd": str(tmp_path)}, rep))
     store.layout.archive.rmdir()
     store.layout.archive.write_text("a file where the folder was")
     with pytest.raises(StorageError) as info:
-        store.on_receive(("archive_put", b"x" * 100_000))
+        store.on_receive(ArchivePut(b"x" * 100_000))
     assert f"could not write an archived output to {store.layout.archive}" in str(info.value)
 
 
@@ -74,11 +75,11 @@ def test_presence_lists_live_sessions_in_the_workspace_and_ignores_dead_pids(sto
     conn.execute("INSERT INTO presence VALUES ('GONE', ?, ?, '', 0)", (int(dead.stdout), str(ws)))
     conn.execute("INSERT INTO presence VALUES ('LIVE', ?, ?, '', 0)", (os.getppid(), str(ws)))
     conn.execute("INSERT INTO presence VALUES ('ELSEWHERE', ?, ?, '', 0)", (os.getppid(), str(tmp_path)))
-    found = store.on_receive(("open", {"id": "ME", "cwd": str(ws)}, None))
+    found = store.on_receive(Open({"id": "ME", "cwd": str(ws)}, None))
     assert [o["session_id"] for o in found] == ["LIVE"]
     assert conn.execute("SELECT COUNT(*) FROM presence WHERE session_id='GONE'").fetchone()[0] == 0
     assert "LIVE" in presence.notice(found)
-    store.on_receive(("close", "ME"))
+    store.on_receive(Close("ME"))
     assert conn.execute("SELECT COUNT(*) FROM presence WHERE session_id='ME'").fetchone()[0] == 0
 
 

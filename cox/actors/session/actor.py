@@ -31,6 +31,7 @@ from typing import Any
 import pykka
 
 from cox.actors.provider.stream import ProviderStreamActor, StreamResult
+from cox.actors.store import messages as sm
 from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.actors.tools.call_actor import ToolCallActor
 from cox.log import get_logger
@@ -287,7 +288,7 @@ class SessionActor(CoxActor):
         if store is not None:
             try:  # a failure is told back as ("storage_failed", …) and raised again at the turn's end
                 meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self._main_model()}
-                others = store.ask(("open", meta, self.actor_ref), timeout=10)
+                others = store.ask(sm.Open(meta, self.actor_ref), timeout=10)
             except Exception as exc:
                 if type(exc).__name__ != "StorageError":
                     raise
@@ -297,7 +298,7 @@ class SessionActor(CoxActor):
 
                 first = datetime.date.today().replace(day=1)
                 since = datetime.datetime.combine(first, datetime.time()).timestamp()
-                spent: Any = store.ask(("spent_since", since), timeout=10)
+                spent: Any = store.ask(sm.SpentSince(since), timeout=10)
                 self.month_spent = float(spent)
         self.emit(m.SessionStarted(
             session_id=self.s.session_id, cwd=str(self.s.cwd), model=self._main_model(),
@@ -324,7 +325,7 @@ class SessionActor(CoxActor):
         store = self.store()
         if store is not None:
             try:
-                store.ask(("close", self.s.session_id), timeout=5)
+                store.ask(sm.Close(self.s.session_id), timeout=5)
             except Exception:
                 log.warning("store close failed", session=self.s.session_id)
 
@@ -368,7 +369,7 @@ class SessionActor(CoxActor):
                     self.emit(m.ErrorEvent(message=failure))
                     event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
                     line = m.encode(event)
-            store.tell(("append", self.s.session_id, line))
+            store.tell(sm.Append(self.s.session_id, line))
             if event.type == "turn_done":
                 failure = self._sync(store)
                 if failure is not None and event.stop is not StopReason.ERROR:
@@ -394,7 +395,7 @@ class SessionActor(CoxActor):
         """fsync the rollout at a turn's end; the store's sentence when a write failed since the
         last sync (a failure of the sync itself included), else None."""
         try:
-            store.ask(("sync", self.s.session_id, {"turns": self.last_turn}), timeout=10)
+            store.ask(sm.Sync(self.s.session_id, {"turns": self.last_turn}), timeout=10)
         except Exception as exc:
             log.error("rollout sync failed", error=str(exc))
             episode = getattr(exc, "episode", 0)
@@ -748,7 +749,7 @@ class SessionActor(CoxActor):
         self._add(h.user_text(text))
         store = self.store()
         if store is not None:
-            store.tell(("title", self.s.session_id, text))
+            store.tell(sm.Title(self.s.session_id, text))
         self._sample(turn)
         # After the request has left: the checkpoint marker (git probe, a db row) is not on the
         # path to the model's first token.
@@ -1025,7 +1026,7 @@ class SessionActor(CoxActor):
         store = self.store()
         if store is None:
             raise RuntimeError("the store is not running")
-        return str(store.ask(("archive_put", data), timeout=30))
+        return str(store.ask(sm.ArchivePut(data), timeout=30))
 
     def _checkpointer(self, notify: Callable[[str], None] | None = None) -> Any:
         """The session's checkpointer, made on first need (by this thread or a marker thread,
@@ -1359,7 +1360,7 @@ class SessionActor(CoxActor):
             self.last_context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
         store = self.store()
         if store is not None:
-            store.tell(("usage", self.s.session_id, to_plain(usage)))
+            store.tell(sm.Usage(self.s.session_id, to_plain(usage)))
         self.emit(m.UsageEvent(usage=usage, session_total=self.usage_total, api_ms=result.api_ms))
 
     def _budget_stop(self) -> str | None:

@@ -1,7 +1,8 @@
 """The store actor: the one writer of cox.db, the rollouts and the archive.
 
-Other actors ``tell`` it tuples (cheap, ordered per sender) and ``ask`` only when they need an
-answer (an archive id, an fsync acknowledgement), always with a timeout.
+Other actors ``tell`` it the typed messages of ``messages.py`` (cheap, ordered per sender) and
+``ask`` only when they need an answer (an archive id, an fsync acknowledgement), always with a
+timeout.
 
 A write that fails (a full disk, an I/O error, a read-only file system) is never only a log
 line: the store keeps the first failure of each session until the next ``sync`` and tells the
@@ -21,13 +22,24 @@ from cox.supervisors import CoxActor
 
 from . import archive, db, lock, presence
 from .layout import Layout
+from .messages import (
+    TOLD,
+    Append,
+    ArchiveGet,
+    ArchivePut,
+    Close,
+    GetSession,
+    ListSessions,
+    Open,
+    SpentSince,
+    StoreMessage,
+    Sync,
+    Title,
+    Usage,
+)
 from .rollout import RolloutWriter
 
 log = get_logger("cox.store")
-
-
-TOLD = frozenset({"append", "title", "usage"})
-"""Messages sent with ``tell``: nobody waits for their answer."""
 
 
 class StorageError(Exception):
@@ -87,27 +99,27 @@ class StoreActor(CoxActor):
             self.conn.close()
             self.conn = None
 
-    def on_receive(self, message: Any) -> Any:
+    def on_receive(self, message: StoreMessage) -> Any:
         try:
             return self._receive(message)
         except (OSError, sqlite3.Error) as exc:
             return self._failed(message, exc)
 
-    def _failed(self, message: Any, exc: BaseException) -> Any:
+    def _failed(self, message: StoreMessage, exc: BaseException) -> Any:
         """Say what could not be written; keep it for the session's next sync; tell the session
         the first time; an ask gets the error too."""
-        kind = message[0]
-        sid = message[1]["id"] if kind == "open" else message[1] if kind in (
-            "append", "sync", "close", "title", "usage") else None
-        if kind in ("append", "open") or (kind in ("sync", "close") and not isinstance(exc, sqlite3.Error)):
+        sid = message.session if isinstance(message, (Open, Append, Sync, Close, Title, Usage)) else None
+        rollout = isinstance(message, (Append, Open)) or (
+            isinstance(message, (Sync, Close)) and not isinstance(exc, sqlite3.Error))
+        if rollout:
             what, where = "the rollout", self.layout.rollout(str(sid))
-        elif kind == "archive_put" and isinstance(exc, OSError):
+        elif isinstance(message, ArchivePut) and isinstance(exc, OSError):
             what, where = "an archived output to", self.layout.archive
         else:
             what, where = "the session index", self.layout.db
         error = StorageError(describe(what, where, exc))
-        log.error("storage write failed", kind=kind, session=sid, error=str(error))
-        if isinstance(sid, str) and sid not in self.failed:
+        log.error("storage write failed", kind=type(message).__name__, session=sid, error=str(error))
+        if sid is not None and sid not in self.failed:
             self.episode += 1
             error.episode = self.episode
             self.failed[sid] = error
@@ -117,84 +129,80 @@ class StoreActor(CoxActor):
                     reporter.tell(("storage_failed", error.episode, str(error)))
                 except Exception:  # the session is gone: its next sync, if any, still raises
                     pass
-        elif isinstance(sid, str):
+        elif sid is not None:
             error = self.failed[sid]
-        if kind == "sync":
+        if isinstance(message, Sync):
             self.failed.pop(str(sid), None)
-        if kind in TOLD:
+        if isinstance(message, TOLD):
             return None  # a tell: raising would stop the store; the session hears of it instead
         raise error
 
-    # The whole protocol of the store, one branch per message kind.
-    def _receive(self, message: Any) -> Any:
-        kind = message[0]
+    # The whole protocol of the store, one case per message.
+    def _receive(self, message: StoreMessage) -> Any:
         conn = self.conn
         assert conn is not None
-        if kind == "append":
-            _, sid, line = message
-            writer = self.writers.get(sid)
-            if writer is None:
-                writer = self.writers[sid] = RolloutWriter(self.layout.rollout(sid))
-            writer.append(line)
-            return None
-        if kind == "sync":
-            sid = message[1]
-            writer = self.writers.get(sid)
-            if writer is not None:
-                writer.sync()
-            if len(message) > 2 and message[2]:
-                db.update_session(conn, sid, **message[2])
-            pending = self.failed.pop(sid, None)
-            if pending is not None:
-                raise pending
-            return True
-        if kind == "open":
-            meta = message[1]
-            sid = meta["id"]
-            if len(message) > 2 and message[2] is not None:
-                self.reporters[sid] = message[2]
-            lock.hold(self.layout.sessions, sid)  # no-op when the surface already took it
-            if sid not in self.writers:
-                self.writers[sid] = RolloutWriter(self.layout.rollout(sid))
-            db.upsert_session(conn, meta)
-            try:
-                return presence.register(conn, sid, str(meta.get("cwd", "")))
-            except sqlite3.Error as exc:
-                log.warning("presence not recorded", error=str(exc))
-                return []
-        if kind == "close":
-            sid = message[1]
-            self.reporters.pop(sid, None)
-            self.failed.pop(sid, None)
-            writer = self.writers.pop(sid, None)
-            try:
+        match message:
+            case Append(sid, line):
+                writer = self.writers.get(sid)
+                if writer is None:
+                    writer = self.writers[sid] = RolloutWriter(self.layout.rollout(sid))
+                writer.append(line)
+                return None
+            case Sync(sid, meta):
+                writer = self.writers.get(sid)
                 if writer is not None:
-                    writer.close()
-            finally:
-                lock.release(self.layout.sessions, sid)
+                    writer.sync()
+                if meta:
+                    db.update_session(conn, sid, **meta)
+                pending = self.failed.pop(sid, None)
+                if pending is not None:
+                    raise pending
+                return True
+            case Open(meta, reporter):
+                sid = message.session
+                if reporter is not None:
+                    self.reporters[sid] = reporter
+                lock.hold(self.layout.sessions, sid)  # no-op when the surface already took it
+                if sid not in self.writers:
+                    self.writers[sid] = RolloutWriter(self.layout.rollout(sid))
+                db.upsert_session(conn, meta)
                 try:
-                    presence.unregister(conn, sid)
-                except sqlite3.Error:
-                    pass
-            db.update_session(conn, sid, status="closed")
-            return True
-        if kind == "title":
-            db.set_title_if_empty(conn, message[1], message[2])
-            return None
-        if kind == "usage":
-            db.record_usage(conn, message[1], message[2])
-            return None
-        if kind == "archive_put":
-            return archive.put(conn, self.layout.archive, message[1], message[2] if len(message) > 2 else "tool_output")
-        if kind == "archive_get":
-            return archive.get(conn, self.layout.archive, message[1])
-        if kind == "get_session":
-            return db.get_session(conn, message[1])
-        if kind == "spent_since":
-            return db.usage_since(conn, message[1])
-        if kind == "list_sessions":
-            return db.list_sessions(conn, message[1] if len(message) > 1 else 50)
-        raise ValueError(f"store: unknown message {kind!r}")
+                    return presence.register(conn, sid, str(meta.get("cwd", "")))
+                except sqlite3.Error as exc:
+                    log.warning("presence not recorded", error=str(exc))
+                    return []
+            case Close(sid):
+                self.reporters.pop(sid, None)
+                self.failed.pop(sid, None)
+                writer = self.writers.pop(sid, None)
+                try:
+                    if writer is not None:
+                        writer.close()
+                finally:
+                    lock.release(self.layout.sessions, sid)
+                    try:
+                        presence.unregister(conn, sid)
+                    except sqlite3.Error:
+                        pass
+                db.update_session(conn, sid, status="closed")
+                return True
+            case Title(sid, text):
+                db.set_title_if_empty(conn, sid, text)
+                return None
+            case Usage(sid, record):
+                db.record_usage(conn, sid, record)
+                return None
+            case ArchivePut(data, kind):
+                return archive.put(conn, self.layout.archive, data, kind)
+            case ArchiveGet(archive_id):
+                return archive.get(conn, self.layout.archive, archive_id)
+            case GetSession(sid):
+                return db.get_session(conn, sid)
+            case SpentSince(since):
+                return db.usage_since(conn, since)
+            case ListSessions(limit):
+                return db.list_sessions(conn, limit)
+        raise ValueError(f"store: unknown message {message!r}")
 
 
 
