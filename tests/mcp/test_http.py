@@ -75,9 +75,9 @@ def test_server_killed_mid_call_then_restarted(root: SupervisorHandle, server: H
     killer.start()
     started = time.monotonic()
     with pytest.raises(McpServerCrashed, match="mcp server 'h' crashed during the call; it is being restarted"):
-        conn.call_tool("slow", {"steps": 200, "delay": 0.05}, timeout=20)
+        conn.call_tool("slow", {"steps": 2000, "delay": 0.05}, timeout=90)
     killer.join()
-    assert time.monotonic() - started < 5, "the call fails when the server dies, not at its timeout"
+    assert time.monotonic() - started < 45, "the call fails when the server dies, not at its timeout"
     server.proc.wait(10)
     # While it is down, a call says so within its budget instead of hanging.
     with pytest.raises(McpServerCrashed, match="mcp server 'h' is not available"):
@@ -112,7 +112,7 @@ def test_hung_call_times_out_and_the_server_is_reached_again(root: SupervisorHan
     started = time.monotonic()
     with pytest.raises(McpServerCrashed, match="did not answer hang within 1s"):
         manager.connection("h").call_tool("hang", {})
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # only a call that ignored its timeout reaches it
     assert "echo: fine" in _text(manager.connection("h", timeout=15).call_tool("echo", {"text": "fine"}))
 
 

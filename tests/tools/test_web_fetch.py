@@ -213,14 +213,14 @@ def test_cancel_closes_a_blocked_read_at_once(tmp_path: Path, server: Server) ->
     elapsed = time.monotonic() - started
     canceller.join()
     assert res.status is ToolStatus.ABORTED
-    assert elapsed < 2.0
+    assert elapsed < 8  # the body takes 10 s: only a missed cancel reaches this
 
 
 def test_timeout(tmp_path: Path, server: Server) -> None:
     started = time.monotonic()
     res = fetch(tmp_path, server.base + "/stall", tool=WebFetchTool(timeout_s=0.5))
     assert res.status is ToolStatus.ERROR and "timed out after 0.5 s" in res.visible
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 8  # the stall lasts 10 s: only a missed timeout reaches this
 
 
 def test_connection_refused(tmp_path: Path) -> None:
