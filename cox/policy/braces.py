@@ -17,7 +17,7 @@ import re
 
 from .words import QUOTED_PART
 
-__all__ = ["LIMIT", "expand", "has_braces"]
+__all__ = ["LIMIT", "expand", "has_braces", "sequence"]
 
 LIMIT = 256
 _GROUP = re.compile(r"(?<!\$)\{[^{}]*(?:,|\.\.)[^{}]*\}|\{[^{}]*\{")
@@ -86,7 +86,7 @@ def _group(s: str, start: int) -> tuple[int, list[str] | None]:
                 if items:
                     items.append(s[last:i])
                     return i, items
-                seq = _sequence(body)
+                seq = sequence(body)
                 return (i, seq) if seq is not None else (-1, None)
         elif ch == "," and depth == 1:
             items.append(s[last:i])
@@ -95,7 +95,9 @@ def _group(s: str, start: int) -> tuple[int, list[str] | None]:
     return -1, None
 
 
-def _sequence(body: str) -> list[str] | None:
+def sequence(body: str) -> list[str] | None:
+    """The words of a brace sequence's body (``1..3``, ``a..e..2``, ``01..10``), or None when
+    it is not one. Raises :class:`TooLarge` past :data:`LIMIT` words."""
     m = _SEQ.fullmatch(body)
     if m is None:
         return None
