@@ -141,31 +141,10 @@ def _class_char(pattern: str, j: int) -> tuple[str, int]:
 
 def _braces(pattern: str, i: int) -> tuple[list[str], int] | None:
     """The items of the brace group opening at ``pattern[i]`` and the index after it, or None
-    when bash would keep the brace literal. A sequence (``{1..3}``) gives its words."""
-    from .braces import TooLarge, sequence
+    when bash would keep the brace literal (bash's expansion: :func:`cox.policy.braces.group`)."""
+    from .braces import TooLarge, group
 
-    depth, last = 0, i + 1
-    items: list[str] = []
-    j, n = i, len(pattern)
-    while j < n:
-        ch = pattern[j]
-        if ch == "\\":
-            j += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                if items:
-                    return [*items, pattern[last:j]], j + 1
-                try:
-                    seq = sequence(pattern[i + 1:j])
-                except TooLarge:
-                    return None
-                return (seq, j + 1) if seq is not None else None
-        elif ch == "," and depth == 1:
-            items.append(pattern[last:j])
-            last = j + 1
-        j += 1
-    return None
+    try:
+        return group(pattern, i, "pattern")
+    except TooLarge:
+        return None
