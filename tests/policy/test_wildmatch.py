@@ -119,3 +119,20 @@ def test_rule_double_star_spans_folders_anywhere_and_a_tree_includes_its_root() 
     assert rx.match("/h/.ssh") and rx.match("/h/.ssh/a/id_rsa") and not rx.match("/h/.sshx")
     assert re.match(translate("/h/.ssh**", "rule") + r"\Z", "/h/.ssh-old/key")
     assert not re.match(translate("a**b", "shell") + r"\Z", "a/x/b")  # the shell's ** stays in a segment
+
+
+def test_the_glob_tool_outside_git_lists_what_git_would(tmp_path: Path) -> None:
+    """End to end through the ``glob`` tool in a folder git does not manage: the .gitignore is
+    read as git reads it (braces literal, POSIX classes), and the pattern as bash reads it."""
+    from cox.actors.tools.base import ToolEnv
+    from cox.actors.tools.search import GlobTool
+    from cox.protocol.types import ToolCall
+    from cox.supervisors import CancelScope
+
+    root = _tree(tmp_path / "ws")
+    (root / ".gitignore").write_text("{a,b}.txt\nx[[:digit:]].log\n")
+    env = ToolEnv(roots=[root], cwd=root, cancel=CancelScope())
+    res = GlobTool().call(ToolCall(id="t", name="glob", input={"pattern": "*.txt"}), env)
+    assert res.visible.splitlines() == ["a.txt", "b.txt", "{a}.txt"]  # the file named {a,b}.txt is the ignored one
+    res = GlobTool().call(ToolCall(id="t", name="glob", input={"pattern": "**/x?.log"}), env)
+    assert res.visible.splitlines() == ["xa.log"]
