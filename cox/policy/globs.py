@@ -101,7 +101,10 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
         collapsed = re.sub("/+", "/", absolute)
         if "/../" in collapsed + "/" or "/./" in collapsed + "/":
             collapsed = posixpath.normpath(collapsed)
-        alternatives.append(translate(collapsed, "rule"))
+        try:
+            alternatives.append(translate(collapsed, "rule"))
+        except ValueError as exc:
+            raise GlobError(f"not a valid glob ({exc})") from exc
     try:
         return re.compile("(?:" + "|".join(dict.fromkeys(alternatives)) + r")\Z", re.DOTALL)
     except re.error as exc:
@@ -110,8 +113,9 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
 
 def segment_regex(segment: str) -> re.Pattern[str]:
     """One path segment's glob (a shell glob word's part between slashes) as an anchored regex;
-    a class that does not compile matches its characters literally."""
+    a class that does not compile (or a reversed range) matches its characters literally, as the
+    word bash passes on when its glob matches nothing."""
     try:
         return re.compile(translate(segment, "rule") + r"\Z", re.DOTALL)
-    except re.error:
+    except (re.error, ValueError):
         return re.compile(re.escape(segment) + r"\Z", re.DOTALL)

@@ -56,7 +56,7 @@ def translate(pattern: str, dialect: Dialect) -> str:
             out.append("[^/]")
             i += 1
         elif c == "[":
-            cls = _class(pattern, i)
+            cls = _class(pattern, i, dialect)
             if cls is None:
                 out.append(re.escape(c))
                 i += 1
@@ -98,9 +98,10 @@ def _stars(pattern: str, i: int, j: int, dialect: Dialect, out: list[str]) -> st
     return "[^/]*"
 
 
-def _class(pattern: str, i: int) -> tuple[str, int] | None:
+def _class(pattern: str, i: int, dialect: Dialect) -> tuple[str, int] | None:
     """The bracket expression at ``pattern[i]`` as a regex class and the index after it, or
-    None when it is not closed (the ``[`` is then literal)."""
+    None when it is not closed (the ``[`` is then literal). A reversed range (``z-a``) matches
+    nothing, as in git and bash; in a rule it is a mistake worth saying (ValueError)."""
     n = len(pattern)
     j = i + 1
     negate = j < n and pattern[j] in "!^"
@@ -122,6 +123,8 @@ def _class(pattern: str, i: int) -> tuple[str, int] | None:
             hi, k = _class_char(pattern, j + 1)
             if ord(hi) >= ord(ch):
                 parts.append(re.escape(ch) + "-" + re.escape(hi))
+            elif dialect == "rule":
+                raise ValueError(f"the range {ch}-{hi} is reversed (write {hi}-{ch})")
             j = k
         else:
             parts.append(re.escape(ch))

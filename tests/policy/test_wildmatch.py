@@ -136,3 +136,15 @@ def test_the_glob_tool_outside_git_lists_what_git_would(tmp_path: Path) -> None:
     assert res.visible.splitlines() == ["a.txt", "b.txt", "{a}.txt"]  # the file named {a,b}.txt is the ignored one
     res = GlobTool().call(ToolCall(id="t", name="glob", input={"pattern": "**/x?.log"}), env)
     assert res.visible.splitlines() == ["xa.log"]
+
+
+def test_a_reversed_range_is_a_rule_error_and_matches_nothing_elsewhere() -> None:
+    from cox.policy.globs import GlobError, compile_glob, segment_regex
+    from cox.policy.rules import RuleError, parse_rule
+
+    with pytest.raises(GlobError, match="reversed"):
+        compile_glob("/x/[z-a]", "/home/u", ["/w"])
+    with pytest.raises(RuleError, match="reversed"):
+        parse_rule("Read(/x/[z-a]*)", "user", home="/home/u", roots=["/w"])
+    assert segment_regex("[z-a]").match("[z-a]")  # bash passes the word on as it is
+    assert re.fullmatch(translate("x[z-a]", "gitignore"), "xb") is None
