@@ -19,15 +19,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, get_args, get_origin
 
-from cox.protocol.record import DecodeError, Record, Spec, decode, specs
+from cox.protocol.record import (
+    DecodeError,
+    Record,
+    Spec,
+    choices_of,
+    decode,
+    describe,
+    out_of_bounds,
+    specs,
+    unwrap_optional,
+)
 
 from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
 from .lines import KeyPath, key_lines, line_of
@@ -261,45 +270,11 @@ class _Bad(Exception):
     """A value does not fit its key; the message reads after ``<key>: ``."""
 
 
-def _unwrap_optional(ann: Any) -> tuple[Any, bool]:
-    if get_origin(ann) in (Union, types.UnionType):
-        args = [a for a in get_args(ann) if a is not type(None)]
-        if len(args) == 1 and len(get_args(ann)) == 2:
-            return args[0], True
-    return ann, False
-
-
-def _choices(ann: Any) -> list[str] | None:
-    if get_origin(ann) is Literal:
-        return [str(a) for a in get_args(ann)]
-    if isinstance(ann, type) and issubclass(ann, Enum):
-        return [str(m.value) for m in ann]
-    return None
+_TABLES = ("a table", "tables")  # TOML's word for a mapping, where the codec says "object"
 
 
 def _describe(ann: Any) -> str:
-    ann, _ = _unwrap_optional(ann)
-    choices = _choices(ann)
-    if choices is not None:
-        return "one of " + ", ".join(repr(c) for c in choices)
-    if ann is str:
-        return "a string"
-    if ann is bool:
-        return "true or false"
-    if ann is int:
-        return "an integer"
-    if ann is float:
-        return "a number"
-    origin = get_origin(ann)
-    if origin is list:
-        return "a list of " + _plural(get_args(ann)[0])
-    if origin is dict:
-        return "a table of " + _plural(get_args(ann)[1])
-    return "a value"
-
-
-def _plural(ann: Any) -> str:
-    return {str: "strings", int: "integers", float: "numbers", bool: "booleans"}.get(ann, "values")
+    return describe(unwrap_optional(ann), objects=_TABLES)
 
 
 def _type_name(value: Any) -> str:
@@ -309,78 +284,46 @@ def _type_name(value: Any) -> str:
 
 
 def _check(value: Any, leaf: _Leaf) -> Any:
-    """``value`` coerced to the leaf's type (an int where a float goes), or raise ``_Bad``."""
-    ann, optional = _unwrap_optional(leaf.annotation)
-    if value is None:
-        if optional:
-            return None
-        raise _Bad(f"expected {_describe(ann)}, got nothing")
-    checked = _check_type(value, ann)
-    if leaf.bounds is not None:
-        _check_bounds(checked, leaf.bounds, ann)
-    return checked
+    """``value`` checked and coerced (an int where a float goes) by the record codec, the one
+    checker of annotations; an Enum's value stays its plain value, as the file wrote it. Raise
+    ``_Bad`` with the codec's verdict said in TOML's words (:func:`_phrase`)."""
+    if value is None and unwrap_optional(leaf.annotation) is leaf.annotation:
+        raise _Bad(f"expected {_describe(leaf.annotation)}, got nothing")
+    try:
+        checked = decode(leaf.annotation, value)
+    except DecodeError as exc:
+        raise _Bad(_phrase(exc, value, leaf.annotation)) from None
+    if leaf.bounds is not None and checked is not None:
+        problem = out_of_bounds(leaf.bounds, checked)
+        if problem:
+            raise _Bad(problem)
+    return checked.value if isinstance(checked, Enum) else checked
 
 
-def _check_type(value: Any, ann: Any) -> Any:
-    if ann is Any:
-        return value
-    choices = _choices(ann)
-    if choices is not None:
-        if isinstance(value, str) and value in choices:
-            return value
-        if isinstance(value, str):
-            near = _closest(value, choices)
-            hint = f" (did you mean {near!r}?)" if near else ""
-            raise _Bad(f"expected {_describe(ann)}, got {value!r}{hint}")
-        raise _Bad(f"expected {_describe(ann)}, got {_type_name(value)}")
-    ok = (
-        (ann is str and isinstance(value, str))
-        or (ann is bool and isinstance(value, bool))
-        or (ann is int and isinstance(value, int) and not isinstance(value, bool))
-        or (ann is float and isinstance(value, int | float) and not isinstance(value, bool))
-    )
-    if ok:
-        return float(value) if ann is float else value
-    origin = get_origin(ann)
-    if origin is list and isinstance(value, list):
-        (item,) = get_args(ann)
-        for index, element in enumerate(value):
-            try:
-                _check_type(element, item)
-            except _Bad:
-                raise _Bad(
-                    f"expected {_describe(ann)}, got {_type_name(element)} at item {index + 1}"
-                ) from None
-        return list(value)
-    if origin is dict and isinstance(value, dict):
-        _, item = get_args(ann)
-        for name, element in value.items():
-            try:
-                _check_type(element, item)
-            except _Bad:
-                raise _Bad(f"expected {_describe(ann)}, got {_type_name(element)} at {name!r}") from None
-        return dict(value)
-    raise _Bad(f"expected {_describe(ann)}, got {_type_name(value)}")
-
-
-def _check_bounds(value: Any, spec: Spec, ann: Any) -> None:
-    what = _describe(ann)
-    if spec.ge is not None and not value >= spec.ge:
-        raise _Bad(f"expected {what} >= {spec.ge}, got {value!r}")
-    if spec.gt is not None and not value > spec.gt:
-        raise _Bad(f"expected {what} > {spec.gt}, got {value!r}")
-    if spec.le is not None and not value <= spec.le:
-        raise _Bad(f"expected {what} <= {spec.le}, got {value!r}")
-    if spec.lt is not None and not value < spec.lt:
-        raise _Bad(f"expected {what} < {spec.lt}, got {value!r}")
+def _phrase(exc: DecodeError, value: Any, ann: Any) -> str:
+    """The codec's complaint about ``value`` as a config line says it: what the key takes, then
+    what was there (TOML's type name, or the word itself with a "did you mean" for a choice),
+    then where inside a list or table."""
+    if not exc.path:
+        choices = choices_of(unwrap_optional(ann))
+        if choices is not None and isinstance(value, str):
+            near = _closest(value, [str(c) for c in choices])
+            return f"expected {_describe(ann)}, got {value!r}" + (f" (did you mean {near!r}?)" if near else "")
+        return f"expected {_describe(ann)}, got {_type_name(value)}"
+    first = exc.path[0]
+    if isinstance(value, list) and isinstance(first, int):
+        return f"expected {_describe(ann)}, got {_type_name(value[first])} at item {first + 1}"
+    if isinstance(value, dict) and first in value:
+        return f"expected {_describe(ann)}, got {_type_name(value[first])} at {first!r}"
+    return exc.problem
 
 
 def _parse_text(text: str, leaf: _Leaf) -> Any:
     """Turn an environment variable's (or a string flag's) text into a value of the leaf's type."""
-    ann, optional = _unwrap_optional(leaf.annotation)
-    if optional and text.strip().lower() in ("", "none"):
+    ann = unwrap_optional(leaf.annotation)
+    if ann is not leaf.annotation and text.strip().lower() in ("", "none"):
         return None
-    if ann is str or ann is Any or _choices(ann) is not None:
+    if ann is str or ann is Any or choices_of(ann) is not None:
         return text
     word = text.strip()
     if ann is bool:

@@ -1,31 +1,46 @@
-"""Bash brace expansion of one literal word, so deny rules see what ``{rm,-rf,x}`` runs.
+"""Bash brace expansion, the one expander: of a word's value, of a word's raw text, of a glob.
 
 bash expands ``{a,b}`` and ``{1..3}`` before it looks for the command name, so the word
 ``{rm,-rf,x}`` is the command ``rm -rf x`` and ``sort {-o,out}`` is ``sort -o out``. The splitter
 expands such words itself (bounded: a word that would grow past :data:`LIMIT` words is reported
 as too large, and the caller makes the line opaque) and judges the words bash would run.
 
-Only the unquoted parts of a word expand; :func:`has_braces` tells from the raw text whether any
-unquoted brace group is there, and :func:`expand` works on the unquoted value (quotes already
-removed), so a quoted comma inside braces expands here when bash would not: that only adds forms
-for deny and ask rules, never an allow.
+:func:`expand` reads its text in one of three ways (``mode``):
+
+- ``"value"``: a word's unquoted value (quotes already removed; the splitter's deny forms), so a
+  quoted comma inside braces expands here when bash would not: that only adds forms for deny
+  and ask rules, never an allow;
+- ``"raw"``: a word as written (the read guard's paths): braces, commas and ``$`` inside quotes
+  or after a backslash are literal and the words keep their quotes; a sequence (``{1..9}``)
+  raises :class:`Unexpandable`, since its words would be judged as text they are not;
+- ``"pattern"``: a glob (the ``glob`` tool's shell dialect, :mod:`cox.policy.wildmatch`): a
+  backslash escapes.
+
+:func:`has_braces` tells from the raw text whether any unquoted brace group is there.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from .words import QUOTED_PART
 
-__all__ = ["LIMIT", "expand", "has_braces"]
+__all__ = ["LIMIT", "Mode", "TooLarge", "Unexpandable", "expand", "group", "has_braces", "sequence"]
 
 LIMIT = 256
+Mode = Literal["value", "raw", "pattern"]
 _GROUP = re.compile(r"(?<!\$)\{[^{}]*(?:,|\.\.)[^{}]*\}|\{[^{}]*\{")
 _SEQ = re.compile(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?")
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
 
 
-class TooLarge(ValueError):
-    """The expansion would be larger than :data:`LIMIT` words."""
+class Unexpandable(ValueError):
+    """The expansion cannot be followed: too large, or a sequence in raw text."""
+
+
+class TooLarge(Unexpandable):
+    """The expansion would be larger than its limit (:data:`LIMIT` words by default)."""
 
 
 def has_braces(raw: str) -> bool:
@@ -35,67 +50,87 @@ def has_braces(raw: str) -> bool:
     return _GROUP.search(QUOTED_PART.sub("_", raw)) is not None
 
 
-def expand(word: str) -> list[str]:
+def expand(word: str, mode: Mode = "value", limit: int = LIMIT) -> list[str]:
     """The words bash makes of ``word`` by brace expansion (``[word]`` when nothing expands).
-    Raises :class:`TooLarge` past :data:`LIMIT` words."""
-    out = _expand(word)
+    Raises :class:`TooLarge` past ``limit`` words, :class:`Unexpandable` for a sequence in
+    ``"raw"`` mode."""
+    out = _expand(word, mode, limit)
     return out if out else [word]
 
 
-def _expand(s: str) -> list[str]:
-    start = _open(s, 0)
+def _literal(s: str, mode: Mode) -> bytearray:
+    """A mask of the characters of ``s`` that cannot open, split or close a group."""
+    mask = bytearray(len(s))
+    if mode != "value":
+        for m in (QUOTED_PART if mode == "raw" else _ESCAPE).finditer(s):
+            mask[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+    if mode == "raw":  # a quote left open quotes the rest
+        opened = next((i for i, ch in enumerate(s) if ch in "'\"" and not mask[i]), len(s))
+        mask[opened:] = b"\x01" * (len(s) - opened)
+    return mask
+
+
+def _expand(s: str, mode: Mode, limit: int) -> list[str]:
+    start = _open(s, 0, mode)
     while start >= 0:
-        end, items = _group(s, start)
-        if end >= 0 and items is not None:
-            pre, post = s[:start], s[end + 1:]
-            tails = _expand(post)
+        found = group(s, start, mode)
+        if found is not None:
+            items, end = found
+            pre, post = s[:start], s[end:]
+            tails = _expand(post, mode, limit)
             out: list[str] = []
             for item in items:
-                for head in _expand(item):
+                for head in _expand(item, mode, limit):
                     for tail in tails:
                         out.append(pre + head + tail)
-                        if len(out) > LIMIT:
+                        if len(out) > limit:
                             raise TooLarge(s)
             return out
-        start = _open(s, start + 1)
+        start = _open(s, start + 1, mode)
     return [s]
 
 
-def _open(s: str, i: int) -> int:
+def _open(s: str, i: int, mode: Mode) -> int:
     """Index of the next ``{`` that may open a group (``${`` never does)."""
+    literal = _literal(s, mode) if mode != "value" else None
     while True:
         i = s.find("{", i)
-        if i <= 0 or s[i - 1] != "$":
+        if i < 0 or not ((i and s[i - 1] == "$") or (literal is not None and literal[i])):
             return i
         i += 1
 
 
-def _group(s: str, start: int) -> tuple[int, list[str] | None]:
-    """The closing brace of the group at ``start`` and its items (None: not a brace group)."""
+def group(s: str, start: int, mode: Mode = "value") -> tuple[list[str], int] | None:
+    """The items of the brace group whose ``{`` is at ``start`` and the index after its ``}``,
+    or None when bash keeps that brace literal (no comma at its level, not a sequence). A
+    sequence's items are its words (in ``"raw"`` mode it raises :class:`Unexpandable`)."""
+    literal = _literal(s, mode)
     depth, last = 0, start + 1
     items: list[str] = []
-    i = start
-    while i < len(s):
+    for i in range(start, len(s)):
         ch = s[i]
+        if literal[i]:
+            continue
         if ch == "{":
             depth += 1
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                body = s[start + 1:i]
                 if items:
-                    items.append(s[last:i])
-                    return i, items
-                seq = _sequence(body)
-                return (i, seq) if seq is not None else (-1, None)
+                    return [*items, s[last:i]], i + 1
+                seq = sequence(s[start + 1:i])
+                if seq is not None and mode == "raw":
+                    raise Unexpandable(s)
+                return (seq, i + 1) if seq is not None else None
         elif ch == "," and depth == 1:
             items.append(s[last:i])
             last = i + 1
-        i += 1
-    return -1, None
+    return None
 
 
-def _sequence(body: str) -> list[str] | None:
+def sequence(body: str) -> list[str] | None:
+    """The words of a brace sequence's body (``1..3``, ``a..e..2``, ``01..10``), or None when
+    it is not one. Raises :class:`TooLarge` past :data:`LIMIT` words."""
     m = _SEQ.fullmatch(body)
     if m is None:
         return None

@@ -1,6 +1,7 @@
 """Path globs of file rules (``Read(~/.ssh/**)``, ``Edit(secrets/**)``) as anchored regexes.
 
-``*`` matches within one path segment, ``**`` any number of segments, ``?`` one character but
+The glob itself is read by :func:`cox.policy.wildmatch.translate` in its ``"rule"`` dialect;
+this module anchors it. ``*`` matches within one path segment, ``**`` any number of segments, ``?`` one character but
 ``/``, ``[abc]``/``[!abc]`` a class, ``\\x`` the character x. ``dir/**`` matches the directory
 itself too, so a deny on a tree also stops a search rooted at it. A trailing ``/`` means
 ``/**``. Where a pattern starts:
@@ -19,6 +20,8 @@ import os
 import posixpath
 import re
 from collections.abc import Sequence
+
+from .wildmatch import translate
 
 __all__ = ["GlobError", "compile_glob", "escape", "homes", "normalise", "segment_regex"]
 
@@ -87,55 +90,6 @@ def _absolute(pattern: str, home: str, roots: Sequence[str]) -> list[str]:
     return [escape(b.rstrip("/")) + "/" + pattern for r in roots for b in _variants(r)]
 
 
-def _translate(pattern: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        elif c == "*":
-            if pattern.startswith("**", i):
-                j = i + 2
-                if j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")
-                    i = j + 1
-                elif j == n and out and out[-1] == "/":
-                    out[-1] = "(?:/.*)?"
-                    i = j
-                else:
-                    out.append(".*")
-                    i = j
-            else:
-                out.append("[^/]*")
-                i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-                i += 1
-                continue
-            body = pattern[i + 1:j]
-            if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = j + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out)
-
-
 def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[str]:
     """One anchored regex for ``pattern`` against every base it may start from."""
     if not pattern.strip():
@@ -147,7 +101,10 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
         collapsed = re.sub("/+", "/", absolute)
         if "/../" in collapsed + "/" or "/./" in collapsed + "/":
             collapsed = posixpath.normpath(collapsed)
-        alternatives.append(_translate(collapsed))
+        try:
+            alternatives.append(translate(collapsed, "rule"))
+        except ValueError as exc:
+            raise GlobError(f"not a valid glob ({exc})") from exc
     try:
         return re.compile("(?:" + "|".join(dict.fromkeys(alternatives)) + r")\Z", re.DOTALL)
     except re.error as exc:
@@ -156,8 +113,9 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
 
 def segment_regex(segment: str) -> re.Pattern[str]:
     """One path segment's glob (a shell glob word's part between slashes) as an anchored regex;
-    a class that does not compile matches its characters literally."""
+    a class that does not compile (or a reversed range) matches its characters literally, as the
+    word bash passes on when its glob matches nothing."""
     try:
-        return re.compile(_translate(segment) + r"\Z", re.DOTALL)
-    except re.error:
+        return re.compile(translate(segment, "rule") + r"\Z", re.DOTALL)
+    except (re.error, ValueError):
         return re.compile(re.escape(segment) + r"\Z", re.DOTALL)

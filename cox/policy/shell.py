@@ -368,63 +368,7 @@ def _pattern(raw: str) -> str | None:
     return "".join(out)
 
 
-MAX_BRACE_WORDS = 64
-
-
-def _unquoted(raw: str) -> list[int]:
-    """Indexes of the characters of ``raw`` outside quotes and not escaped."""
-    out: list[int] = []
-    quote, i = "", 0
-    while i < len(raw):
-        c = raw[i]
-        if quote:
-            if c == quote:
-                quote = ""
-            elif c == "\\" and quote == '"':
-                i += 1
-        elif c in "'\"":
-            quote = c
-        elif c == "\\":
-            i += 1
-        else:
-            out.append(i)
-        i += 1
-    return out
-
-
-def _braces(raw: str) -> list[str] | None:
-    """The words bash's brace expansion makes of ``raw`` (``a{b,c}`` → ``ab``, ``ac``), or None
-    for a sequence (``{1..9}``) or more than :data:`MAX_BRACE_WORDS` words."""
-    todo, done = [raw], []
-    while todo:
-        word = todo.pop()
-        free = _unquoted(word)
-        spot = None
-        for k, i in enumerate(free):
-            if word[i] != "{" or (i and word[i - 1] == "$"):
-                continue
-            depth, commas = 0, []
-            for j in free[k:]:
-                depth += {"{": 1, "}": -1}.get(word[j], 0)
-                if word[j] == "," and depth == 1:
-                    commas.append(j)
-                if depth == 0:
-                    if commas:
-                        spot = (i, commas, j)
-                    elif ".." in word[i:j]:
-                        return None
-                    break
-            if spot is not None:
-                break
-        if spot is None:
-            done.append(word)
-        else:
-            i, commas, j = spot
-            cuts = [i, *commas, j]
-            todo.extend(word[:i] + word[a + 1:b] + word[j + 1:] for a, b in zip(cuts, cuts[1:], strict=False))
-        if len(todo) + len(done) > MAX_BRACE_WORDS:
-            return None
-    return done[::-1]
+MAX_BRACE_WORDS = 64  # words one path argument's brace expansion may make before it is unknown
 
 
 def _files_from(v: str, program: str) -> bool:
@@ -466,7 +410,7 @@ def _paths(cmd: Sequence[Word], redirects: Sequence[str], wrappers: Sequence[Wor
             continue
         else:
             raw = w.raw
-        words = _braces(raw) if "{" in raw else [raw]
+        words = _raw_braces(raw) if "{" in raw else [raw]
         for one in words if words is not None else [raw]:
             pat = None if words is None else _pattern(one)
             out.append(_UNKNOWN + raw if pat is None else pat)
@@ -477,6 +421,17 @@ def _paths(cmd: Sequence[Word], redirects: Sequence[str], wrappers: Sequence[Wor
             pat = _pattern(dest)
             out.append(_UNKNOWN + dest if pat is None else pat)
     return out
+
+
+def _raw_braces(raw: str) -> list[str] | None:
+    """The words (as written) bash's brace expansion makes of ``raw`` (``a{b,c}`` → ``ab``,
+    ``ac``), or None for a sequence (``{1..9}``) or more than :data:`MAX_BRACE_WORDS` words."""
+    from .braces import Unexpandable, expand
+
+    try:
+        return expand(raw, "raw", MAX_BRACE_WORDS)
+    except Unexpandable:
+        return None
 
 
 def _escape(value: str) -> str:

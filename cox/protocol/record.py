@@ -158,7 +158,8 @@ def specs(cls: type) -> tuple[Spec, ...]:
 # Describing types and values for error messages
 
 
-def _choices(tp: Any) -> tuple[Any, ...] | None:
+def choices_of(tp: Any) -> tuple[Any, ...] | None:
+    """The values a ``Literal`` or an ``Enum`` allows (None for any other annotation)."""
     if get_origin(tp) is Literal:
         return get_args(tp)
     if isinstance(tp, type) and issubclass(tp, Enum):
@@ -176,27 +177,30 @@ _NAMES: dict[Any, tuple[str, str]] = {
 }
 
 
-def describe(tp: Any, plural: bool = False) -> str:
-    """What a value of ``tp`` looks like, in words (``"a list of strings"``)."""
+def describe(tp: Any, plural: bool = False, *, objects: tuple[str, str] = ("an object", "objects")) -> str:
+    """What a value of ``tp`` looks like, in words (``"a list of strings"``). ``objects`` names a
+    mapping, singular and plural: JSON's by default, TOML's ``("a table", "tables")`` for config."""
     if tp in _NAMES:
         return _NAMES[tp][plural]
-    choices = _choices(tp)
+    choices = choices_of(tp)
     if choices is not None:
         return "one of " + ", ".join(repr(c) for c in choices)
     if _is_union(tp):
         args = get_args(tp)
-        rest = [describe(a, plural) for a in args if a is not type(None)]
+        rest = [describe(a, plural, objects=objects) for a in args if a is not type(None)]
         text = " or ".join(rest)
         return text + " or null" if len(rest) < len(args) else text
     origin = get_origin(tp) or tp
     if origin is list:
         args = get_args(tp)
-        return ("lists" if plural else "a list") + (f" of {describe(args[0], True)}" if args and args[0] is not Any else "")
+        return ("lists" if plural else "a list") + (
+            f" of {describe(args[0], True, objects=objects)}" if args and args[0] is not Any else "")
     if origin is tuple:
         return "lists" if plural else "a list"
     if origin is dict:
         args = get_args(tp)
-        return ("objects" if plural else "an object") + (f" of {describe(args[1], True)}" if args and args[1] is not Any else "")
+        return objects[plural] + (
+            f" of {describe(args[1], True, objects=objects)}" if args and args[1] is not Any else "")
     if isinstance(tp, type) and issubclass(tp, Record):
         return f"{tp.__name__} objects" if plural else f"an object ({tp.__name__})"
     return getattr(tp, "__name__", str(tp))
@@ -445,7 +449,7 @@ def _record_converter(cls: type) -> Convert:
             spec, conv = entry
             value = conv(x, (*p, key))
             if spec.bounded and value is not None:
-                problem = _out_of_bounds(spec, value)
+                problem = out_of_bounds(spec, value)
                 if problem:
                     raise DecodeError((*p, key), problem)
             kwargs[spec.name] = value
@@ -459,8 +463,9 @@ def _record_converter(cls: type) -> Convert:
     return conv_record
 
 
-def _out_of_bounds(spec: Spec, value: Any) -> str | None:
-    what = describe(_unwrap_optional(spec.type))
+def out_of_bounds(spec: Spec, value: Any) -> str | None:
+    """What is wrong with a decoded ``value`` against the bounds of field ``spec`` (None: fine)."""
+    what = describe(unwrap_optional(spec.type))
     if spec.ge is not None and not value >= spec.ge:
         return f"expected {what} >= {spec.ge}, got {value!r}"
     if spec.gt is not None and not value > spec.gt:
@@ -472,7 +477,8 @@ def _out_of_bounds(spec: Spec, value: Any) -> str | None:
     return None
 
 
-def _unwrap_optional(tp: Any) -> Any:
+def unwrap_optional(tp: Any) -> Any:
+    """``X`` for ``X | None``; any other annotation as it is."""
     if _is_union(tp):
         rest = [a for a in get_args(tp) if a is not type(None)]
         if len(rest) == 1:
@@ -514,7 +520,7 @@ def _post_init_for(cls: type) -> Callable[[Any], None]:
 
 
 def _fixes(spec: Spec) -> list[Callable[[Any], None]]:
-    name, tp = spec.name, _unwrap_optional(spec.type)
+    name, tp = spec.name, unwrap_optional(spec.type)
     out: list[Callable[[Any], None]] = []
     if isinstance(tp, type) and issubclass(tp, Enum):
         enum_type = tp
@@ -533,7 +539,7 @@ def _fixes(spec: Spec) -> list[Callable[[Any], None]]:
         def bounds(self: Any) -> None:
             value = getattr(self, name)
             if value is not None:
-                problem = _out_of_bounds(spec, value)
+                problem = out_of_bounds(spec, value)
                 if problem:
                     raise ValueError(f"{spec.key}: {problem}")
         out.append(bounds)
@@ -648,7 +654,7 @@ def _json_record(value: Any) -> str:
 def _value_encoder(tp: Any) -> Callable[[Any], str]:
     if tp is str or (isinstance(tp, type) and issubclass(tp, str)):
         return _json_str
-    choices = _choices(tp)
+    choices = choices_of(tp)
     if choices is not None and all(isinstance(c, str) for c in choices):
         return _json_str
     if tp is bool:
@@ -683,7 +689,7 @@ def _json_encoder(cls: type) -> Callable[[Any], str]:
     for i, spec in enumerate(specs(cls)):
         if spec.internal:
             continue
-        tp = _unwrap_optional(spec.type)
+        tp = unwrap_optional(spec.type)
         env[f"e{i}"] = _value_encoder(tp)
         prefix = "," + json.dumps(spec.key) + ":"
         lines += [f"    v = o.{spec.name}", "    if v is not None:", f"        s += {prefix!r} + e{i}(v)"]

@@ -71,6 +71,9 @@ TRICKS = [
     "grep -f~/.ssh/id_rsa x", "grep -f.env x", "grep --file=.env x", "sort -T. .env", "cat '.env'", 'cat ".env"',
     "cat .\\env", "cat ./.env", "cat src/../.env", "date -f .env", "head -c 99 .env | base64",
     "cat ~/.ssh/{{id_rsa,config}}", "cat {{src,~/.ssh}}/id_rsa", "cat .{{x,env}}", "cat x{{1..3}}",
+    # brace expansion of the raw word: quoted items, quotes around the group, nesting, sequences
+    "cat .{{x,'env'}}", "cat ''.{{x,env}}", 'cat ~/.ssh/id_{{"rsa",x}}', "cat .e{{n,{{x,y}}}}v", "cat {{'.env',x}}",
+    "cat ~/.ssh/id_rs{{Z..a}}a]", "cat .en{{a..z}}", "cat {{x,.e\\nv}}",
     # a redirect on a group feeds every command inside it
     "{{ cat; }} < ~/.ssh/id_rsa", "(cat) < .env", "if true; then cat; fi < .env", "for i in 1; do head -1; done < .env",
     "while true; do {{ head -1; }} < .env; done",

@@ -11,8 +11,9 @@ a file ``grep`` searches and an entry ``ls`` hides is one the others skip:
   .gitignore files of the folder, of its subfolders, and of its parents up to the workspace root
   (up to the repository root, plus ``.git/info/exclude``, when git itself is missing). It knows
   the common syntax: ``#`` comments, ``!`` negation, a trailing ``/`` for folders only, a ``/``
-  at the start or in the middle to anchor, ``*``, ``?``, ``[...]`` and ``**``; last match wins,
-  and a file inside an ignored folder stays ignored.
+  at the start or in the middle to anchor, ``*``, ``?``, ``[...]`` and ``**``, read as git's
+  wildmatch reads them (:mod:`cox.policy.wildmatch`: ``{a,b}`` is literal, as in git); last match
+  wins, and a file inside an ignored folder stays ignored.
 - hidden files are listed (``.github/`` matters); ``.git`` itself never; symlinks are not
   followed (one could lead out of the workspace). A folder you name explicitly is listed whole
   even when .gitignore hides it, since asking for it is the point.
@@ -48,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from cox.policy.paths import confine
+from cox.policy.wildmatch import translate
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
@@ -60,64 +62,7 @@ DEFAULT_MAX_RESULTS = 200
 RG_BATCH_CHARS = 100_000  # command-line bytes of file names per rg run
 
 
-# --- globs --------------------------------------------------------------------------------
-
-
-def _glob_body(pattern: str) -> str:
-    """Regex text for a path glob: ``**`` spans folders, ``*``/``?`` stay in one, ``[...]``
-    is a class, ``{a,b}`` alternatives, ``\\x`` the character x."""
-    out: list[str] = []
-    i, n, depth = 0, len(pattern), 0
-    while i < n:
-        c = pattern[i]
-        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/") and i + 2 == n:
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            while i < n and pattern[i] == "*":
-                i += 1
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                inner = pattern[i + 1 : j]
-                if inner[:1] in ("!", "^"):
-                    inner = "^" + inner[1:]
-                out.append("[" + inner.replace("\\", "\\\\") + "]")
-                i = j + 1
-        elif c == "{":
-            depth += 1
-            out.append("(?:")
-            i += 1
-        elif c == "," and depth:
-            out.append("|")
-            i += 1
-        elif c == "}" and depth:
-            depth -= 1
-            out.append(")")
-            i += 1
-        elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return "".join(out) + ")" * depth
+# --- globs (read by cox.policy.wildmatch: the shell dialect here, git's for .gitignore) --------
 
 
 def glob_matcher(pattern: str, *, basename_if_no_slash: bool) -> Callable[[str], bool]:
@@ -129,10 +74,8 @@ def glob_matcher(pattern: str, *, basename_if_no_slash: bool) -> Callable[[str],
     while pat.startswith("./"):
         pat = pat[2:]
     pat = pat.lstrip("/") if pat != "/" else pat
-    if basename_if_no_slash and "/" not in pat:
-        rx = re.compile("(?:.*/)?" + _glob_body(pat) + r"\Z", re.DOTALL)
-    else:
-        rx = re.compile(_glob_body(pat) + r"\Z", re.DOTALL)
+    body = translate(pat, "shell")
+    rx = re.compile(("(?:.*/)?" if basename_if_no_slash and "/" not in pat else "") + body + r"\Z", re.DOTALL)
     return lambda path: rx.match(path) is not None
 
 
@@ -164,7 +107,7 @@ def parse_gitignore(text: str) -> list[IgnoreRule]:
             continue
         anchored = "/" in line
         line = line.lstrip("/")
-        body = _glob_body(line)
+        body = translate(line, "gitignore")
         prefix = "" if anchored else "(?:.*/)?"
         rules.append(IgnoreRule(re.compile(prefix + body + r"\Z", re.DOTALL), negate, dir_only))
     return rules
