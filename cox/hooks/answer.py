@@ -39,7 +39,7 @@ def _text(data: bytes) -> str | None:
 
 
 def _name(spec: HookSpec) -> str:
-    cmd = spec.command if len(spec.command) <= 60 else spec.command[:57] + "…"
+    cmd = spec.command if len(spec.command) <= 72 else spec.command[:24] + "…" + spec.command[-47:]  # the script's name
     return f"{spec.event} hook `{cmd}` ({spec.source})"
 
 

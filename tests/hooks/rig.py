@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,44 @@ def one(command: str, matcher: str | None = None, **extra: Any) -> list[dict[str
     if matcher is not None:
         group["matcher"] = matcher
     return [group]
+
+
+class Live:
+    """A `cox run --input-format stream-json` being talked to: send submissions, read events."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.events: list[dict[str, Any]] = []
+
+    def send(self, submission: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(submission) + "\n")
+        self.proc.stdin.flush()
+
+    def until(self, kind: str, timeout: float = 60) -> dict[str, Any]:
+        """Read events until one of ``kind`` (bounded only so that a hang fails)."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            assert line, f"cox ended before a {kind} event"
+            event = json.loads(line)
+            self.events.append(event)
+            if event["type"] == kind:
+                return event
+        raise AssertionError(f"no {kind} event within {timeout} s")
+
+    def finish(self) -> str:
+        out, err = self.proc.communicate(timeout=60)
+        self.events += [json.loads(line) for line in out.splitlines() if line.strip()]
+        assert self.proc.returncode == 0, err
+        return err
+
+
+def start(rig: Rig, replies: list[dict[str, Any]], *args: str) -> Live:
+    script = rig.tmp / "script.json"
+    script.write_text(json.dumps({"model": "scripted", "replies": replies}))
+    return Live(subprocess.Popen([sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script),
+                                  "--input-format", "stream-json", "--output-format", "stream-json", *args],
+                                 cwd=rig.ws, env=rig.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True))
