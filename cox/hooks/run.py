@@ -1,22 +1,23 @@
 """Run one command hook: ``bash -c COMMAND`` with the event as JSON on stdin, under the sandbox a
 bash call gets (unless the user config turned that off), with a timeout.
 
-Nothing a hook does can stall or sink the turn: its output is read on threads and kept only up
-to ``CAP`` bytes a stream (a hook that prints without end is drained, not stored), a hook that
-does not read its stdin does not block the write, and at the timeout its whole process group
-is killed. Every failure comes back as an ``Outcome`` with ``error`` set, never as an exception.
+Nothing a hook does can stall or sink the turn: its input is written and its output read on the
+calling thread through one selector, each stream kept only up to ``CAP`` bytes (a hook that
+prints without end is drained, not stored), a hook that does not read its stdin does not block
+the write, and at the timeout its whole process group is killed (and with it whatever it left
+running in the background). Every failure comes back as an ``Outcome`` with ``error`` set, never as an exception.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import subprocess
-import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 CAP = 256 * 1024
 
@@ -33,25 +34,45 @@ class Outcome:
     error: str | None = None
 
 
-def _drain(stream: IO[bytes], into: bytearray) -> None:
+def _pump(proc: subprocess.Popen[bytes], stdin: bytes, deadline: float) -> tuple[bytes, bytes, bool]:
+    """Write ``stdin``, read both outputs (each kept up to ``CAP``, the rest drained) until both
+    close or the deadline passes, on this thread alone (a selector, as ``communicate`` does, but
+    bounded). Returns (stdout, stderr, timed out)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    sel = selectors.DefaultSelector()
+    todo = memoryview(stdin)
+    if todo:
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    for fd in kept:
+        sel.register(fd, selectors.EVENT_READ)
     try:
-        while chunk := stream.read(65536):
-            if len(into) < CAP:
-                into += chunk[: CAP - len(into)]
-    except (OSError, ValueError):
-        pass
-
-
-def _feed(stream: IO[bytes], data: bytes) -> None:
-    try:
-        stream.write(data)
-    except (BrokenPipeError, OSError, ValueError):
-        pass  # the hook did not read its input: that is its business
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()]), True
+            for key, _ in sel.select(left):
+                fd = key.fd
+                if fd in kept:
+                    chunk = os.read(fd, 65536)
+                    if not chunk:
+                        sel.unregister(fd)
+                    elif len(kept[fd]) < CAP:
+                        kept[fd] += chunk[: CAP - len(kept[fd])]
+                    continue
+                try:
+                    todo = todo[os.write(fd, todo[:65536]):]
+                except (BrokenPipeError, OSError):  # the hook did not read its input: its business
+                    todo = todo[:0]
+                if not todo:
+                    sel.unregister(fd)
+                    proc.stdin.close()
     finally:
-        try:
-            stream.close()
-        except OSError:
-            pass
+        sel.close()
+    return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()]), False
 
 
 def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str], timeout_s: float,
@@ -64,28 +85,24 @@ def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str]
                                 stderr=subprocess.PIPE, start_new_session=True)
     except Exception as exc:  # no bash, no sandbox, a cwd gone
         return Outcome(None, error=f"could not start: {exc}")
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    out, err = bytearray(), bytearray()
-    threads = [threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True),
-               threading.Thread(target=_drain, args=(proc.stdout, out), daemon=True),
-               threading.Thread(target=_drain, args=(proc.stderr, err), daemon=True)]
-    for t in threads:
-        t.start()
-    timed_out = False
+    deadline = time.monotonic() + timeout_s
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    try:  # a hung hook, and whatever a finished one left running in the background
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-    for t in threads[1:]:
-        t.join(timeout=2.0)  # a grandchild that left the group may hold the pipe: do not wait on it
-    for stream in (proc.stdout, proc.stderr):
-        try:
-            stream.close()
-        except OSError:
+        out, err, timed_out = _pump(proc, stdin, deadline)
+        if not timed_out:  # both outputs closed: the hook is ending (or left a child holding nothing)
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        try:  # a hung hook, and whatever a finished one left running in the background
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
-    return Outcome(None if timed_out else proc.returncode, bytes(out), bytes(err), timed_out)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+    return Outcome(None if timed_out else proc.returncode, out, err, timed_out)
