@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cox.protocol.interfaces import CancelToken
+
 CAP = 256 * 1024
 
 Wrap = Callable[[list[str]], list[str]]
@@ -75,8 +77,16 @@ def _pump(proc: subprocess.Popen[bytes], stdin: bytes, deadline: float) -> tuple
     return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()]), False
 
 
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str], timeout_s: float,
-                wrap: Wrap | None = None) -> Outcome:
+                wrap: Wrap | None = None, cancel: CancelToken | None = None) -> Outcome:
+    """``cancel``: the turn's scope; an interrupt kills the hook at once (the session waits on it)."""
     argv: Sequence[str] = ["bash", "-c", command]
     try:
         if wrap is not None:
@@ -86,6 +96,13 @@ def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str]
     except Exception as exc:  # no bash, no sandbox, a cwd gone
         return Outcome(None, error=f"could not start: {exc}")
     deadline = time.monotonic() + timeout_s
+    interrupted: list[bool] = []
+
+    def on_cancel() -> None:
+        interrupted.append(True)
+        _kill(proc.pid)
+
+    unregister = cancel.on_cancel(on_cancel) if cancel is not None else None
     try:
         out, err, timed_out = _pump(proc, stdin, deadline)
         if not timed_out:  # both outputs closed: the hook is ending (or left a child holding nothing)
@@ -94,10 +111,9 @@ def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str]
             except subprocess.TimeoutExpired:
                 timed_out = True
     finally:
-        try:  # a hung hook, and whatever a finished one left running in the background
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if unregister is not None:
+            unregister()
+        _kill(proc.pid)  # a hung hook, and whatever a finished one left running in the background
         proc.wait()
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             try:
@@ -105,4 +121,6 @@ def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str]
                     stream.close()
             except OSError:
                 pass
+    if interrupted:
+        return Outcome(None, out, err, error="was stopped: the turn was interrupted")
     return Outcome(None if timed_out else proc.returncode, out, err, timed_out)

@@ -34,6 +34,8 @@ CLAUDE_NAMES: dict[str, tuple[str, ...]] = {
 FILE_TOOLS = frozenset({"read", "write", "edit"})
 MATCH_KEY = {"SessionStart": "source", "PreCompact": "trigger", "Notification": "notification_type",
              "SessionEnd": "reason"}
+SESSION_END_S = 5.0
+"""The most a SessionEnd hook may take: the session closes within its supervisor's 10 s."""
 MAX_STOP_CONTINUES = 5
 """A Stop hook that always says "continue" would loop the model forever: after this many in a row
 in one turn, its answer is ignored with a warning."""
@@ -62,7 +64,7 @@ class SessionHooks:
             return None
         data = self._input(point, payload)
         stdin = json.dumps(data, ensure_ascii=False, default=str).encode()
-        outcomes = self._run_all(chosen, stdin)
+        outcomes = self._run_all(chosen, stdin, payload.get("scope"), point)
         reply = merge([interpret(spec, outcome) for spec, outcome in zip(chosen, outcomes, strict=True)])
         if reply is None:
             return None
@@ -93,12 +95,14 @@ class SessionHooks:
                 chosen.append(spec)
         return chosen
 
-    def _run_all(self, chosen: list[HookSpec], stdin: bytes) -> list[Outcome]:
+    def _run_all(self, chosen: list[HookSpec], stdin: bytes, scope: Any, point: str) -> list[Outcome]:
         env = {**self.env, "CLAUDE_PROJECT_DIR": str(self.cwd), "COX_PROJECT_DIR": str(self.cwd),
                "COX_SESSION_ID": self.session_id}
 
         def one(spec: HookSpec) -> Outcome:
-            return run_command(spec.command, stdin, cwd=self.cwd, env=env, timeout_s=spec.timeout_s, wrap=self.wrap)
+            timeout = min(spec.timeout_s, SESSION_END_S) if point == "SessionEnd" else spec.timeout_s
+            return run_command(spec.command, stdin, cwd=self.cwd, env=env, timeout_s=timeout, wrap=self.wrap,
+                               cancel=scope)
 
         if len(chosen) == 1:
             return [one(chosen[0])]

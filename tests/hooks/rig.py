@@ -161,10 +161,10 @@ class Live:
                 return event
         raise AssertionError(f"no {kind} event within {timeout} s")
 
-    def finish(self) -> str:
+    def finish(self, code: int = 0) -> str:
         out, err = self.proc.communicate(timeout=60)
         self.events += [json.loads(line) for line in out.splitlines() if line.strip()]
-        assert self.proc.returncode == 0, err
+        assert self.proc.returncode == code, err
         return err
 
 

@@ -79,3 +79,19 @@ def test_a_malformed_hooks_table_is_a_warning_not_a_refusal(rig: Rig) -> None:
     assert "'prompt' hook; cox runs only command hooks" in p.stderr
     run = rig.run([{"text": "fine"}])
     assert run.result["subtype"] == "success"
+
+
+def test_an_interrupt_stops_a_running_hook(rig: Rig) -> None:
+    from .rig import start
+
+    rig.hooks({"PreToolUse": one(rig.script("slow.sh", f"touch {rig.out}/started\nsleep 300"), "Bash",
+                                 timeout=600)})
+    live = start(rig, [bash("touch marker"), {"text": "never"}], "--permission-mode", "bypassPermissions")
+    started = time.monotonic()
+    live.send({"type": "user_turn", "text": "go"})
+    live.until("tool_call_requested")
+    live.send({"type": "interrupt"})
+    done = live.until("turn_done")
+    live.finish(code=4)  # an interrupted run's exit code
+    assert time.monotonic() - started < 60  # the hook's own limit is 600 s
+    assert done["stop"] == "interrupted" and not (rig.ws / "marker").exists()

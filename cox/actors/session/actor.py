@@ -1215,6 +1215,8 @@ class SessionActor(CoxActor):
         A broken hook is a warning and an absence, never a failed turn."""
         if self.hooks is None:
             return None
+        if self.active is not None:  # an interrupt stops a running hook at once
+            payload = {**payload, "scope": self.active.scope}
         try:
             reply = self.hooks.run(point, payload)
         except Exception as exc:
