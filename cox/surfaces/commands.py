@@ -179,8 +179,11 @@ def session_hooks(prep: Prepared) -> Any:
     hooks, warnings = open_hooks(prep.config.hooks, settings=prep.settings,
                                  transcript_path=prep.layout.rollout(prep.settings.session_id),
                                  user_config=str(prep.home / "config.toml"))
-    for warning in warnings:
-        print(f"cox: warning: {warning}", file=sys.stderr)
+    from cox.policy.sanitize import sanitize
+
+    for warning in warnings:  # as the config's: on stderr, and among the TUI's first notices
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+    prep.config.warnings.extend(warnings)
     return hooks
 
 
