@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli",
-                  "hooks": "hooks_cli"}
-TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks"}
+                  "hooks": "hooks_cli", "ext": "ext_cli"}
+TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks", "ext"}
 """Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
 servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
 sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` and the TUI or
@@ -207,6 +207,10 @@ def _dispatch(args: Any) -> int:
         from .hooks_cli import run as hooks_run
 
         return int(hooks_run(args))
+    if cmd == "ext":
+        from .ext_cli import run as ext_run
+
+        return int(ext_run(args))
     if cmd == "apply-patch":
         from .patch_cli import run as patch_run
 
