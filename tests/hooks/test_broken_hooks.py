@@ -95,3 +95,12 @@ def test_an_interrupt_stops_a_running_hook(rig: Rig) -> None:
     live.finish(code=4)  # an interrupted run's exit code
     assert time.monotonic() - started < 60  # the hook's own limit is 600 s
     assert done["stop"] == "interrupted" and not (rig.ws / "marker").exists()
+
+
+def test_an_invalid_updated_input_is_the_calls_error_not_the_turns(rig: Rig) -> None:
+    answer = '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": 42}}}'
+    rig.hooks({"PreToolUse": one(rig.script("bad.sh", f"echo '{answer}'"), "Bash")})
+    run = rig.run([bash("touch marker"), {"text": "fine"}])
+    assert run.result["subtype"] == "success" and not (rig.ws / "marker").exists()
+    result = run.of("tool_call_done")[0]["result"]
+    assert result["status"] == "error" and "'command' must be a non-empty string" in result["visible"]

@@ -940,8 +940,14 @@ class SessionActor(CoxActor):
                 if reply and reply.get("deny"):
                     early = ToolResult.denied(f"denied by a PreToolUse hook: {reply['deny']}")
                 elif reply and isinstance(reply.get("input"), dict):
-                    call = self._describe(replace(call, input=reply["input"]))
-                    self._replace_call(turn, call)
+                    try:
+                        changed = self._describe(replace(call, input=reply["input"]))
+                    except Exception as exc:  # a hook's bad input is the hook's failure, not the turn's
+                        self.emit(m.Notice(level="warning", message=f"a PreToolUse hook's updatedInput for "
+                                                                    f"{call.name} is not valid ({exc}); ignored"))
+                    else:
+                        call = changed
+                        self._replace_call(turn, call)
             if early is not None:
                 self._deliver(turn, call, early)
                 continue
