@@ -176,9 +176,12 @@ def session_hooks(prep: Prepared) -> Any:
     once trusted), or None when none is in effect; what was skipped is a warning on stderr."""
     from cox.hooks import open_hooks
 
-    hooks, warnings = open_hooks(prep.config.hooks, settings=prep.settings,
-                                 transcript_path=prep.layout.rollout(prep.settings.session_id),
-                                 user_config=str(prep.home / "config.toml"))
+    try:
+        hooks, warnings = open_hooks(prep.config.hooks, settings=prep.settings,
+                                     transcript_path=prep.layout.rollout(prep.settings.session_id),
+                                     user_config=str(prep.home / "config.toml"))
+    except Exception as exc:  # a bug or an unreadable disk: the session opens without hooks, and says so
+        hooks, warnings = None, [f"hooks could not be loaded ({exc}); the session runs without them"]
     from cox.policy.sanitize import sanitize
 
     for warning in warnings:  # as the config's: on stderr, and among the TUI's first notices
