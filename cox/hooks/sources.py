@@ -27,6 +27,8 @@ class ProjectFile:
     path: str
     hooks: Any
     trusted: bool
+    root: Path
+    """The project the file belongs to (where its commands' scripts are looked for)."""
 
 
 @dataclass
@@ -85,8 +87,9 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
             out.warnings.append(problem)
         if not obj:
             continue
-        trusted = trust.trusted(str(path), obj)
-        out.project.append(ProjectFile(str(path), obj, trusted))
+        root = cwd.absolute()
+        trusted = trust.trusted(str(path), obj, root)
+        out.project.append(ProjectFile(str(path), obj, trusted, root))
         if trusted:
             _add(out, obj, str(path))
         else:

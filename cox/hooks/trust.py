@@ -5,8 +5,11 @@ repository, and a hook is a program: none of them runs until ``cox hooks trust``
 file's hooks and the person agreed. What is stored is a hash of exactly what was shown (the
 file's ``hooks`` object, canonical JSON, with the file's path), the way an MCP launch is trusted
 (``cox.actors.mcp.launch``): a hook added or changed since is not trusted, and the file's hooks
-wait again. The hash covers the commands, not the scripts they name (as for an MCP server: the
-person trusted a command line, not everything that program might do).
+wait again. A repository's hooks are usually scripts of the repository
+(``"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh``), which a ``git pull`` can change under the
+same command line: so the hash also covers the bytes of every file inside the project that a
+command names (a word that is a path there, with ``$CLAUDE_PROJECT_DIR`` as the project). A
+program outside the project (``jq``, ``python3``) is the machine's, as for an MCP server.
 
 The file is ``{"version": 1, "files": {path: "sha256:…"}}``, written atomically.
 """
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +28,47 @@ from cox.atomic import write_atomic
 TRUST_FILE = "hooks-trust.json"
 
 
-def hooks_hash(path: str, hooks: Any) -> str:
-    payload = json.dumps({"v": 1, "path": path, "hooks": hooks}, sort_keys=True, separators=(",", ":"),
-                         ensure_ascii=False)
+PROJECT_VARS = ("${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${COX_PROJECT_DIR}", "$COX_PROJECT_DIR")
+
+
+def _commands(hooks: Any) -> list[str]:
+    out: list[str] = []
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            for hook in group.get("hooks", ()) if isinstance(group, dict) else ():
+                if isinstance(hook, dict) and isinstance(hook.get("command"), str):
+                    out.append(hook["command"])
+    return out
+
+
+def named_files(hooks: Any, root: Path) -> dict[str, str]:
+    """``{path: sha256 of its bytes}`` of each file inside ``root`` a command names."""
+    real_root = os.path.realpath(root)
+    out: dict[str, str] = {}
+    for command in _commands(hooks):
+        for var in PROJECT_VARS:
+            command = command.replace(var, str(root))
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        for word in words:
+            for part in word.split("="):  # FOO=./x.sh, --config=./y
+                candidate = os.path.realpath(os.path.join(root, part))
+                if not candidate.startswith(real_root + os.sep) or not os.path.isfile(candidate):
+                    continue
+                try:
+                    with open(candidate, "rb") as f:
+                        out[candidate] = hashlib.sha256(f.read()).hexdigest()
+                except OSError:
+                    out[candidate] = "unreadable"
+    return out
+
+
+def hooks_hash(path: str, hooks: Any, root: Path | None = None) -> str:
+    scripts = named_files(hooks, root) if root is not None else {}
+    payload = json.dumps({"v": 1, "path": path, "hooks": hooks, "scripts": scripts}, sort_keys=True,
+                         separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -43,10 +86,10 @@ class HookTrust:
         if isinstance(files, dict):
             self.files = {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
 
-    def trusted(self, path: str, hooks: Any) -> bool:
-        return self.files.get(path) == hooks_hash(path, hooks)
+    def trusted(self, path: str, hooks: Any, root: Path) -> bool:
+        return self.files.get(path) == hooks_hash(path, hooks, root)
 
-    def accept(self, path: str, hooks: Any) -> None:
-        self.files[path] = hooks_hash(path, hooks)
+    def accept(self, path: str, hooks: Any, root: Path) -> None:
+        self.files[path] = hooks_hash(path, hooks, root)
         text = json.dumps({"version": 1, "files": self.files}, indent=1, sort_keys=True) + "\n"
         write_atomic(self.path, text.encode(), make_parents=True)

@@ -100,6 +100,10 @@ def _trust(loaded: Any, home: Path, *, yes: bool) -> int:
         print(f"{show_text(project.path)} asks to run:")
         for line in _describe(project.hooks, project.path):
             print(line)
+        from cox.hooks.trust import named_files
+
+        for script in named_files(project.hooks, project.root):
+            print(f"  script (its content is part of what you trust): {show_text(script)}")
         print(f"  sandbox: {'as a bash call of the session' if loaded.sandbox else 'none ([hooks] sandbox = false)'}")
         if not yes:
             if not sys.stdin.isatty():
@@ -111,6 +115,6 @@ def _trust(loaded: Any, home: Path, *, yes: bool) -> int:
             if sys.stdin.readline().strip().lower() not in ("y", "yes"):
                 print(f"the hooks of {show_text(project.path)} stay untrusted", file=sys.stderr)
                 return 1
-        store.accept(project.path, project.hooks)
+        store.accept(project.path, project.hooks, project.root)
         print(f"trusted the hooks of {show_text(project.path)}")
     return 0

@@ -60,3 +60,21 @@ def test_user_hooks_need_no_trust(rig: Rig) -> None:
         {"type": "command", "command": f"touch {rig.ws}/user-hook-ran"}]}]}})
     rig.run([bash("true"), {"text": "ok"}])
     assert (rig.ws / "user-hook-ran").exists()
+
+
+def test_a_changed_repository_script_waits_for_trust_again(rig: Rig) -> None:
+    # The command line stays the same; the script it runs is the repository's and changes on a pull.
+    script = rig.ws / ".claude" / "hooks" / "check.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!/bin/bash\ntouch {rig.ws}/hook-ran\n")
+    script.chmod(0o755)
+    path = _plant(rig, ".claude/settings.json", '"$CLAUDE_PROJECT_DIR"/.claude/hooks/check.sh')
+    shown = rig.cox("hooks", "trust", "--yes")
+    assert f"script (its content is part of what you trust): {script}" in shown.stdout
+    rig.run([bash("true"), {"text": "ok"}])
+    assert (rig.ws / "hook-ran").exists()
+    (rig.ws / "hook-ran").unlink()
+    script.write_text(f"#!/bin/bash\ntouch {rig.ws}/hook-ran {rig.ws}/worse\n")
+    run = rig.run([bash("true"), {"text": "ok"}])
+    assert not (rig.ws / "hook-ran").exists() and not (rig.ws / "worse").exists()
+    assert f"{path} names hooks that are not trusted" in run.proc.stderr

@@ -47,7 +47,7 @@ def test_the_model_cannot_plant_a_hook_nor_forge_its_trust(attack: Attack) -> No
     marker = attack.workspace / "pwned"  # where a sandboxed hook could write it
     settings = attack.workspace / ".claude" / "settings.json"
     hooks = _hooks(str(marker))
-    trust = json.dumps({"version": 1, "files": {str(settings): hooks_hash(str(settings), hooks)}})
+    trust = json.dumps({"version": 1, "files": {str(settings): hooks_hash(str(settings), hooks, attack.workspace)}})
     attack.file("a.txt", "alpha\n")
     plant = {"tool_calls": [
         {"id": "w1", "name": "write", "input": {"path": ".claude/settings.json", "content": json.dumps({"hooks": hooks})}},
