@@ -1216,9 +1216,12 @@ class SessionActor(CoxActor):
                                                   "changed once because the tool list did"))
 
     def _hook(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """The hook seam: UserPromptSubmit may rewrite (``prompt``) or ``block``; PreToolUse may
-        ``deny`` or replace ``input``; PostToolUse observes; Stop may ``continue`` with a message.
-        A broken hook is a warning and an absence, never a failed turn."""
+        """The hook seam (``cox.hooks`` maps Claude Code's answers to it): UserPromptSubmit may
+        rewrite (``prompt``), ``block`` or add ``context``; SessionStart may add ``context`` (sent
+        with the first prompt); PreToolUse and PermissionRequest may ``deny``, PreToolUse replace
+        ``input``; PostToolUse(Failure) may add ``context`` to the result; Stop may ``continue``
+        with a message; the others observe. Any answer may carry ``warnings`` and ``notices`` for
+        the person. A broken hook is a warning and an absence, never a failed turn."""
         if self.hooks is None:
             return None
         if self.active is not None:  # an interrupt stops a running hook at once
