@@ -1,6 +1,7 @@
 """Tool figures: what running a tool through its actor adds, bash `true` end to end with the
 sandbox, the writing bash call's round trip in a 10,000-file repository beside the read-only one
-(the checkpoint snapshots around it are the difference; goal: within 15 ms, issue 12), and (via
+(the checkpoint snapshots around it are the difference; goal: within 15 ms, issue 12), a no-op
+command hook's overhead per tool call (goal ≤ 5 ms, the spawn included; issue 13), and (via
 bench/checkpoints.py) the warm checkpoint snapshot on a 10,000-file repository.
 
     .venv/bin/python bench/tools.py
@@ -116,6 +117,7 @@ def main() -> None:
               f"read-only {statistics.median(now_ro):.1f} ms (+{statistics.median(now_ro) - b:.1f}), "
               f"writing {statistics.median(now_w):.1f} ms (+{statistics.median(now_w) - b:.1f}) "
               "(goal: the read-only call within 5 ms of before)")
+    hook_overhead(ws)
     writing_bash(ref, done)
     pykka.ActorRegistry.stop_all(timeout=5)
     print("checkpoint snapshot (bench/checkpoints.py):", flush=True)
@@ -168,6 +170,46 @@ def writing_bash(ref: Any, done: threading.Event, files: int = 10_000) -> None:
               f"first call {first:.1f} ms → +{gap:.1f} ms (goal ≤ 15)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def hook_overhead(ws: Path, runs: int = 100) -> None:
+    """What one no-op command hook (``true``) adds to a tool call: the PreToolUse seam as the
+    session calls it (select, JSON on stdin, spawn, wait, interpret), sandboxed and not."""
+    from cox.hooks.sandbox import hook_wrapper
+    from cox.hooks.session import SessionHooks
+    from cox.hooks.spec import HookSpec
+
+    env, _ = login_environment()
+    spec = HookSpec("PreToolUse", "Bash", "true", 60.0, "bench")
+    payload = {"tool": "bash", "input": {"command": "ls"}, "id": "b1"}
+    figures = {}
+    for label, wrap in (("unsandboxed", None),
+                        ("sandboxed", hook_wrapper(SandboxMode.WORKSPACE_WRITE, [ws], network=False, cwd=ws,
+                                                   home=Path.home(), cox_home=Path(tempfile.mkdtemp()),
+                                                   commands=["true"]))):
+        hooks = SessionHooks([spec], "bench", ws, str(ws / "rollout.jsonl"), "default", env, wrap)
+        hooks.run("PreToolUse", payload)  # warm
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            reply = hooks.run("PreToolUse", payload)
+            times.append((time.perf_counter() - t) * 1000)
+        assert reply is None or not reply.get("warnings"), reply
+        figures[label] = statistics.median(times)
+    floor = []
+    for _ in range(runs):  # the spawn alone, for scale: what no hook runner can go below
+        t = time.perf_counter()
+        subprocess.run(["bash", "-c", "true"], env=env, check=False)
+        floor.append((time.perf_counter() - t) * 1000)
+    none = SessionHooks([], "bench", ws, "", "default", env, None)
+    t = time.perf_counter()
+    for _ in range(1000):
+        none.run("PreToolUse", payload)
+    unmatched = (time.perf_counter() - t) * 1000
+    print(f"a no-op command hook per tool call: {figures['unsandboxed']:.1f} ms unsandboxed, "
+          f"{figures['sandboxed']:.1f} ms in the sandbox ({'bubblewrap' if sandbox_status()[0] else 'none'}); "
+          f"{unmatched:.2f} µs when no hook matches (goal ≤ 5 ms, the spawn included; floor: subprocess "
+          f"bash -c true {statistics.median(floor):.1f} ms)")
 
 
 def _start_inbox(done: threading.Event) -> Any:

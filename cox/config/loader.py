@@ -562,6 +562,8 @@ def _restrict(layer: _Layer, current: Callable[[Keys], Any], user: str,
             kept[path] = value
             continue
         key = entry_key(path)
+        if not reason:  # dropped without a word: read elsewhere (a project's hooks: cox.hooks, after trust)
+            continue
         if key not in warned:
             warned.add(key)
             warnings.append(f"{layer.where(key)}: ignored {layer.label(key)}: {reason}")

@@ -24,7 +24,8 @@ Why each key is or is not on the list (the schema is ``cox.config.schema``):
 - ``sandbox.network``: only ``false``. ``sandbox.writable_roots`` and ``sandbox.env_keep``: only a
   subset of yours (a root or an environment variable you did not list would widen the sandbox).
 - ``mcp.servers``: never (a project's servers live in ``.mcp.json``, which has its own trust
-  step); ``lsp.servers`` and ``hooks``: never (they name programs cox would run); ``models``:
+  step); ``lsp.servers``: never (they name programs cox would run); ``hooks``: not through the config
+  merge, only as ``cox.hooks`` reads them once ``cox hooks trust`` accepted them; ``models``:
   never (an entry can change the provider a model goes to, and prices feed the budget caps).
 - ``tools.*``, ``context.*``, the MCP and LSP timeouts, ``lsp.after_edit*``, ``logging.level``:
   kept; they tune how cox works and choose no program, endpoint or permission.
@@ -81,7 +82,7 @@ _SUBSET_ONLY: dict[Keys, str] = {("sandbox", "writable_roots"): "writable roots"
 _ENTRY_TABLES: dict[Keys, str] = {
     ("mcp", "servers"): "a project's MCP servers belong in .mcp.json, which has its own trust step",
     ("lsp", "servers"): "a project config may not choose programs cox runs; language servers come from {user}",
-    ("hooks",): "a project config may not choose programs cox runs; hooks come from {user}",
+    ("hooks",): "",  # not merged; cox.hooks reads them itself and runs them once trusted (it warns until then)
     ("models",): "a project config may not change the model catalog (an entry can move a model to "
                  "another provider, and prices feed the budget caps); set it in {user}",
 }

@@ -73,7 +73,9 @@ class Store(Protocol):
 
 
 class Hook(Protocol):
-    """A hook point (UserPromptSubmit, PreToolUse, PostToolUse, Stop). Hooks arrive in a later
-    issue; the session calls ``run`` at each point and may be told to block or rewrite."""
+    """A hook point (SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, Notification,
+    PostToolUse, PostToolUseFailure, Stop, PreCompact, SessionEnd): the session calls ``run`` at
+    each and may be told to block, rewrite or add context (``SessionActor._hook``; the command
+    hooks of Claude Code's format are ``cox.hooks.SessionHooks``)."""
 
     def run(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None: ...

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli"}
-TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch"}
+EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli",
+                  "hooks": "hooks_cli", "ext": "ext_cli"}
+TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks", "ext"}
 """Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
 servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
 sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` and the TUI or
@@ -202,6 +203,14 @@ def _dispatch(args: Any) -> int:
         from .mcp_cli import run as mcp_run
 
         return int(mcp_run(args))
+    if cmd == "hooks":
+        from .hooks_cli import run as hooks_run
+
+        return int(hooks_run(args))
+    if cmd == "ext":
+        from .ext_cli import run as ext_run
+
+        return int(ext_run(args))
     if cmd == "apply-patch":
         from .patch_cli import run as patch_run
 

@@ -171,6 +171,25 @@ def session_tools(app: Any, prep: Prepared, *,
     return split_deferred({**tools, **resource_tools(manager), **manager.tools()}, prep.config.mcp.max_loaded_tools)
 
 
+def session_hooks(prep: Prepared) -> Any:
+    """The session's hooks (``cox.hooks``: the user's, Claude Code's user settings, a project's
+    once trusted), or None when none is in effect; what was skipped is a warning on stderr."""
+    from cox.hooks import open_hooks
+
+    try:
+        hooks, warnings = open_hooks(prep.config.hooks, settings=prep.settings,
+                                     transcript_path=prep.layout.rollout(prep.settings.session_id),
+                                     user_config=str(prep.home / "config.toml"))
+    except Exception as exc:  # a bug or an unreadable disk: the session opens without hooks, and says so
+        hooks, warnings = None, [f"hooks could not be loaded ({exc}); the session runs without them"]
+    from cox.policy.sanitize import sanitize
+
+    for warning in warnings:  # as the config's: on stderr, and among the TUI's first notices
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+    prep.config.warnings.extend(warnings)
+    return hooks
+
+
 def read_prompt(args: Any) -> str | None:
     """The prompt ``-p`` names (``-`` reads stdin); an empty or blank one is a usage error."""
     prompt = args.prompt
@@ -225,7 +244,8 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         app = apps[0]
         store_ready(app)
         tools, deferred = session_tools(app, prep)
-        handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed, deferred=deferred)
+        handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
+                                  hooks=session_hooks(prep), deferred=deferred)
     except Refused as exc:
         return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
     except Exception as exc:  # the store could not start (a home the cheap checks let through), or a bug
@@ -295,7 +315,7 @@ def cmd_interactive(args: Any) -> int:
             store_ready(app)
             tools, deferred = session_tools(app, prep, interactive=True)
             handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                      deferred=deferred)
+                                      hooks=session_hooks(prep), deferred=deferred)
         except Exception as exc:
             return fail(_startup_failure(exc, prep))
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)

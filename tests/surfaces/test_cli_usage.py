@@ -10,10 +10,11 @@ from pathlib import Path
 
 from cox.surfaces import cli
 
-COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch", "mcp"]
+COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch", "mcp", "hooks",
+            "ext"]
 
 
-def test_a_usage_error_names_all_ten_commands(tmp_path: Path) -> None:
+def test_a_usage_error_names_every_command(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "frob"], cwd=tmp_path, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == cli.EXIT_USAGE

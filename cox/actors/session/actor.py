@@ -224,6 +224,8 @@ class SessionActor(CoxActor):
         self.month_spent = 0.0
         self.closing = False
         self.hooks = hooks
+        self.hook_context: str | None = None
+        """A SessionStart hook's additionalContext, sent with the first prompt."""
         self.resumed = resumed
         from cox.actors.tools.jobs import Jobs
         from cox.actors.tools.shell_env import SessionTmp
@@ -307,6 +309,9 @@ class SessionActor(CoxActor):
         ))
         for notice in self.resumed.notices if self.resumed else []:
             self.emit(m.Notice(level="warning", message=notice))
+        reply = self._hook("SessionStart", {"source": "resume" if self.resumed else "startup",
+                                            "model": self._main_model()})
+        self.hook_context = reply.get("context") if reply and isinstance(reply.get("context"), str) else None
         if isinstance(others, list) and others:
             from cox.actors.store.presence import notice as presence_notice
 
@@ -314,6 +319,7 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._shutdown_turn()
+        self._hook("SessionEnd", {"reason": "other"})
         self._cancel_questions("session_closed")
         self._settle_markers()
         if self.cp is not None and not self.markers:  # never close it under a running marker
@@ -538,7 +544,7 @@ class SessionActor(CoxActor):
         if self.active is not None or self.compaction is not None:
             self.emit(m.Notice(level="warning", message="cannot compact while a turn or a compaction runs"))
             return
-        self._start_compaction(sub.focus, None)
+        self._start_compaction(sub.focus, None, trigger="manual")
 
     def _sub_answer(self, sub: m.Answer) -> None:
         """The person's answer to an open question: fed to its dialogue, which asks the next
@@ -746,7 +752,12 @@ class SessionActor(CoxActor):
         if reply and reply.get("block"):
             self._finish(StopReason.DENIED, f"a UserPromptSubmit hook blocked the prompt: {reply['block']}")
             return
-        self._add(h.user_text(text))
+        message = h.user_text(text)
+        for context in (self.hook_context, reply and reply.get("context")):
+            if isinstance(context, str) and context:  # a hook's additionalContext, after the prompt
+                message["content"].append({"type": "text", "text": context})
+        self.hook_context = None
+        self._add(message)
         store = self.store()
         if store is not None:
             store.tell(sm.Title(self.s.session_id, text))
@@ -946,12 +957,19 @@ class SessionActor(CoxActor):
             self.emit(m.ToolCallRequested(call=call))
         for call, early in prepared:
             if early is None:
-                reply = self._hook("PreToolUse", {"tool": call.name, "input": call.input, "subject": call.subject})
+                reply = self._hook("PreToolUse", {"tool": call.name, "input": call.input, "subject": call.subject,
+                                                  "id": call.id, "mode": str(self.mode.value)})
                 if reply and reply.get("deny"):
                     early = ToolResult.denied(f"denied by a PreToolUse hook: {reply['deny']}")
                 elif reply and isinstance(reply.get("input"), dict):
-                    call = self._describe(replace(call, input=reply["input"]))
-                    self._replace_call(turn, call)
+                    try:
+                        changed = self._describe(replace(call, input=reply["input"]))
+                    except Exception as exc:  # a hook's bad input is the hook's failure, not the turn's
+                        self.emit(m.Notice(level="warning", message=f"a PreToolUse hook's updatedInput for "
+                                                                    f"{call.name} is not valid ({exc}); ignored"))
+                    else:
+                        call = changed
+                        self._replace_call(turn, call)
             if early is not None:
                 self._deliver(turn, call, early)
                 continue
@@ -973,8 +991,15 @@ class SessionActor(CoxActor):
                                      "reason": outcome.reason})
                 self._deliver(turn, call, ToolResult.denied(f"denied: {outcome.reason}"))
             else:
+                reply = self._hook("PermissionRequest", {"tool": call.name, "input": call.input, "id": call.id,
+                                                         "mode": str(self.mode.value)})
+                if reply and reply.get("deny"):
+                    self._deliver(turn, call, ToolResult.denied(f"denied by a PermissionRequest hook: {reply['deny']}"))
+                    continue
                 turn.awaiting_approval[call.id] = call
                 self.emit(m.ApprovalRequired(call=call, reason=outcome.reason))
+                self._hook("Notification", {"message": f"cox needs your permission to use {call.name}",
+                                            "notification_type": "permission_prompt"})
         self._schedule(turn)
         self._maybe_next(turn)
 
@@ -1117,8 +1142,11 @@ class SessionActor(CoxActor):
         if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
             self.emit(m.Notice(level="warning", message=result.meta["notice"]))
         if self.hooks is not None:  # only for calls that really ran
-            self._hook("PostToolUse", {"tool": call.name, "input": call.input, "status": result.status.value,
-                                       "output": result.visible})
+            reply = self._hook("PostToolUse" if result.ok else "PostToolUseFailure",
+                               {"tool": call.name, "input": call.input, "status": result.status.value,
+                                "output": result.visible, "id": call.id, "mode": str(self.mode.value)})
+            if reply and isinstance(reply.get("context"), str) and reply["context"]:  # fed back to the model
+                result = replace(result, visible=f"{result.visible}\n\n[hook] {reply['context']}")
         if turn.scope.cancelled:
             # It ended because the turn was interrupted: it did not finish, whatever it says.
             partial = f"\n{result.visible}" if result.visible else ""
@@ -1210,16 +1238,26 @@ class SessionActor(CoxActor):
                                                   "changed once because the tool list did"))
 
     def _hook(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """The hook seam: UserPromptSubmit may rewrite (``prompt``) or ``block``; PreToolUse may
-        ``deny`` or replace ``input``; PostToolUse observes; Stop may ``continue`` with a message.
-        A broken hook is a warning and an absence, never a failed turn."""
+        """The hook seam (``cox.hooks`` maps Claude Code's answers to it): UserPromptSubmit may
+        rewrite (``prompt``), ``block`` or add ``context``; SessionStart may add ``context`` (sent
+        with the first prompt); PreToolUse and PermissionRequest may ``deny``, PreToolUse replace
+        ``input``; PostToolUse(Failure) may add ``context`` to the result; Stop may ``continue``
+        with a message; the others observe. Any answer may carry ``warnings`` and ``notices`` for
+        the person. A broken hook is a warning and an absence, never a failed turn."""
         if self.hooks is None:
             return None
+        if self.active is not None:  # an interrupt stops a running hook at once
+            payload = {**payload, "scope": self.active.scope}
         try:
-            return self.hooks.run(point, payload)
+            reply = self.hooks.run(point, payload)
         except Exception as exc:
             self.emit(m.Notice(level="warning", message=f"{point} hook failed and was skipped: {exc}"))
             return None
+        for text in (reply or {}).get("warnings") or ():  # a hook's word for the person
+            self.emit(m.Notice(level="warning", message=str(text)))
+        for text in (reply or {}).get("notices") or ():
+            self.emit(m.Notice(level="info", message=str(text)))
+        return reply
 
     def _maybe_next(self, turn: Turn) -> None:
         if self.active is not turn or not turn.calls or not turn.batch_done():
@@ -1277,13 +1315,15 @@ class SessionActor(CoxActor):
         window = describe(self._main_model(), self.s.model_overrides).context_window
         return self.last_context_tokens >= self.s.compact_at * window
 
-    def _start_compaction(self, focus: str | None, turn: Turn | None) -> bool:
+    def _start_compaction(self, focus: str | None, turn: Turn | None, trigger: str = "auto") -> bool:
         """Summarise all but the last ``keep_turns`` turns on the cheap tier. ``turn`` is the
         turn to resume afterwards (a context-length error); None for /compact and the automatic
         compaction after a turn. False when there is nothing old enough to summarise."""
         from . import compaction as c
 
         old, new, dropped = c.split_turns(self.history, self.s.keep_turns)
+        if old and dropped:
+            self._hook("PreCompact", {"trigger": trigger, "focus": focus})
         if not old or not dropped:
             self.emit(m.Notice(level="info", message="nothing to compact: every turn is among the last "
                                                       f"{self.s.keep_turns} kept whole"))

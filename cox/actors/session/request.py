@@ -45,26 +45,43 @@ def tool_block(specs: list[ToolSpec]) -> str:
     )
 
 
+def instruction_files(cwd: Path, reads: Any = None) -> list[tuple[str, Path, str | None]]:
+    """(name, path, why it is left out or None) of each AGENTS.md / CLAUDE.md in the workspace and
+    its parents, outermost first (also what ``cox ext list`` shows)."""
+    out: list[tuple[str, Path, str | None]] = []
+    for folder in reversed([cwd, *cwd.parents]):
+        for name in INSTRUCTION_FILES:
+            path = folder / name
+            try:
+                if not path.is_file():
+                    continue
+                real = os.path.realpath(path)
+                holder = os.path.realpath(folder)
+                if not real.startswith(holder.rstrip("/") + "/"):
+                    out.append((name, path, f"it is a symlink to {real}, outside its folder"))
+                elif reads is not None and reads.refuses(str(path)) is not None:
+                    out.append((name, path, "a Read deny rule covers it"))
+                else:
+                    out.append((name, path, None))
+            except OSError:
+                continue
+    return out
+
+
 def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024, reads: Any = None) -> str:
     """AGENTS.md / CLAUDE.md from the workspace and its parents, outermost first. They reach the
     model unasked, so one a repository planted as a symlink out of its folder (``CLAUDE.md ->
     ~/.ssh/id_rsa``) or one the session's Read deny rules (``reads``) cover is left out, named."""
     found: list[str] = []
-    for folder in reversed([cwd, *cwd.parents]):
-        for name in INSTRUCTION_FILES:
-            path = folder / name
-            try:
-                real = os.path.realpath(path)
-                holder = os.path.realpath(folder)
-                if path.is_file() and not real.startswith(holder.rstrip("/") + "/"):
-                    found.append(f"# {name} ({path}) left out: it is a symlink to {real}, outside its folder\n")
-                elif path.is_file() and reads is not None and reads.refuses(str(path)) is not None:
-                    found.append(f"# {name} ({path}) left out: a Read deny rule covers it\n")
-                elif path.is_file():
-                    text = path.read_text(encoding="utf-8", errors="replace")[:limit_bytes]
-                    found.append(f"# {name} instructions ({path})\n\n{text.rstrip()}\n")
-            except OSError:
-                continue
+    for name, path, left_out in instruction_files(cwd, reads):
+        if left_out is not None:
+            found.append(f"# {name} ({path}) left out: {left_out}\n")
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")[:limit_bytes]
+        except OSError:
+            continue
+        found.append(f"# {name} instructions ({path})\n\n{text.rstrip()}\n")
     return "\n".join(found) if found else "(no instruction files)"
 
 

@@ -1,0 +1,186 @@
+"""The object a session calls at each hook point (``cox.protocol.interfaces.Hook``): it picks the
+hooks whose event and matcher fit, gives each the event as Claude Code's JSON on stdin, runs them
+(several at once in parallel), and folds their answers into the seam's.
+
+The seam's points and payloads (what the session actor passes) become Claude Code's input:
+``session_id``, ``transcript_path`` (cox's rollout), ``cwd``, ``permission_mode``,
+``hook_event_name`` and the event's own fields (``prompt``; ``tool_name``, ``tool_input``,
+``tool_use_id``, ``tool_response`` / ``error``; ``stop_hook_active``; ``source``; ``trigger``;
+``message``, ``notification_type``; ``reason``). A tool is named as Claude Code names it
+(``Bash``, ``Read``, ``Edit``…) where it has a counterpart, else by cox's name (``mcp__srv__tool``
+is the same in both); matchers see both names. A file tool's ``path`` is also given as Claude's
+absolute ``file_path``, and an ``updatedInput`` that changes ``file_path`` changes ``path``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .answer import interpret, merge
+from .run import Outcome, Wrap, run_command
+from .spec import TOOL_EVENTS, HookSpec
+
+CLAUDE_NAMES: dict[str, tuple[str, ...]] = {
+    "bash": ("Bash",), "read": ("Read",), "write": ("Write",), "edit": ("Edit", "MultiEdit"),
+    "apply_patch": ("Edit", "MultiEdit"), "grep": ("Grep",), "glob": ("Glob",), "ls": ("LS",),
+    "web_fetch": ("WebFetch",), "todo_write": ("TodoWrite",),
+}
+FILE_TOOLS = frozenset({"read", "write", "edit"})
+MATCH_KEY = {"SessionStart": "source", "PreCompact": "trigger", "Notification": "notification_type",
+             "SessionEnd": "reason"}
+SESSION_END_S = 5.0
+"""The most a SessionEnd hook may take: the session closes within its supervisor's 10 s."""
+MAX_STOP_CONTINUES = 5
+"""A Stop hook that always says "continue" would loop the model forever: after this many in a row
+in one turn, its answer is ignored with a warning."""
+
+
+def tool_names(name: str) -> tuple[str, ...]:
+    return (*CLAUDE_NAMES.get(name, ()), name)
+
+
+@dataclass
+class SessionHooks:
+    specs: list[HookSpec]
+    session_id: str
+    cwd: Path
+    transcript_path: str
+    permission_mode: str
+    env: Mapping[str, str]
+    wrap: Wrap | None = None
+    stop_continues: int = field(default=0, init=False)
+
+    def run(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        if point == "UserPromptSubmit":
+            self.stop_continues = 0
+        chosen = self._chosen(point, payload)
+        if not chosen:
+            return None
+        data = self._input(point, payload)
+        stdin = json.dumps(data, ensure_ascii=False, default=str).encode()
+        outcomes = self._run_all(chosen, stdin, payload.get("scope"), point)
+        reply = merge([interpret(spec, outcome) for spec, outcome in zip(chosen, outcomes, strict=True)])
+        if reply is None:
+            return None
+        if point == "PreToolUse" and isinstance(reply.get("input"), dict):
+            reply["input"] = self._cox_input(payload, data.get("tool_input", {}), reply["input"])
+        if point == "Stop" and reply.get("continue"):
+            self.stop_continues += 1
+            if self.stop_continues > MAX_STOP_CONTINUES:
+                reply.pop("continue")
+                reply.setdefault("warnings", []).append(
+                    f"a Stop hook asked to continue {MAX_STOP_CONTINUES} times in a row; the turn ends")
+        return reply
+
+    def _chosen(self, point: str, payload: dict[str, Any]) -> list[HookSpec]:
+        if point in TOOL_EVENTS:
+            names = tool_names(str(payload.get("tool", "")))
+        elif point in MATCH_KEY:
+            names = (str(payload.get(MATCH_KEY[point], "")),)
+        else:
+            names = None
+        chosen: list[HookSpec] = []
+        seen: set[str] = set()
+        for spec in self.specs:
+            if spec.event != point or spec.command in seen:  # one command runs once (Claude Code)
+                continue
+            if names is None or spec.matches(names):
+                seen.add(spec.command)
+                chosen.append(spec)
+        return chosen
+
+    def _run_all(self, chosen: list[HookSpec], stdin: bytes, scope: Any, point: str) -> list[Outcome]:
+        env = {**self.env, "CLAUDE_PROJECT_DIR": str(self.cwd), "COX_PROJECT_DIR": str(self.cwd),
+               "COX_SESSION_ID": self.session_id}
+
+        def one(spec: HookSpec) -> Outcome:
+            timeout = min(spec.timeout_s, SESSION_END_S) if point == "SessionEnd" else spec.timeout_s
+            return run_command(spec.command, stdin, cwd=self.cwd, env=env, timeout_s=timeout, wrap=self.wrap,
+                               cancel=scope)
+
+        if len(chosen) == 1:
+            return [one(chosen[0])]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(chosen))) as pool:
+            return list(pool.map(one, chosen))
+
+    def _input(self, point: str, payload: dict[str, Any]) -> dict[str, Any]:
+        data: dict[str, Any] = {"session_id": self.session_id, "transcript_path": self.transcript_path,
+                                "cwd": str(self.cwd), "permission_mode": payload.get("mode", self.permission_mode),
+                                "hook_event_name": point}
+        if point in TOOL_EVENTS:
+            name = str(payload.get("tool", ""))
+            data["tool_name"] = tool_names(name)[0]
+            data["cox_tool_name"] = name
+            data["tool_input"] = self._claude_input(name, payload.get("input") or {})
+            data["tool_use_id"] = payload.get("id", "")
+            if point == "PostToolUse":
+                data["tool_response"] = {"output": payload.get("output", ""), "status": payload.get("status", "")}
+            elif point == "PostToolUseFailure":
+                data["error"] = payload.get("output", "")
+                data["is_interrupt"] = payload.get("status") == "aborted"
+        elif point == "UserPromptSubmit":
+            data["prompt"] = payload.get("prompt", "")
+        elif point in ("Stop", "SubagentStop"):
+            data["stop_hook_active"] = self.stop_continues > 0
+        elif point == "PreCompact":
+            data["trigger"] = payload.get("trigger", "manual")
+            data["custom_instructions"] = payload.get("focus") or ""
+        elif point == "Notification":
+            data["message"] = payload.get("message", "")
+            data["notification_type"] = payload.get("notification_type", "")
+        elif point == "SessionStart":
+            data["source"] = payload.get("source", "startup")
+            data["model"] = payload.get("model", "")
+        elif point == "SessionEnd":
+            data["reason"] = payload.get("reason", "other")
+        return data
+
+    def _claude_input(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(given)
+        if name in FILE_TOOLS and isinstance(given.get("path"), str) and "file_path" not in out:
+            out["file_path"] = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(given["path"])))
+        return out
+
+    def _cox_input(self, payload: dict[str, Any], shown: Mapping[str, Any], updated: dict[str, Any]) -> dict[str, Any]:
+        out = dict(updated)
+        if str(payload.get("tool", "")) in FILE_TOOLS and "file_path" in out:
+            path = out.pop("file_path")
+            if path != shown.get("file_path") or "path" not in out:
+                out["path"] = path
+        return out
+
+
+def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path: Path,
+               user_config: str, env: Mapping[str, str] | None = None) -> tuple[SessionHooks | None, list[str]]:
+    """The session's hooks from every source (``sources.load``) and the warnings to show; None
+    when no hook is in effect (the session then pays nothing at its hook points)."""
+    from cox.protocol.types import SandboxMode
+
+    from .sandbox import hook_wrapper
+    from .sources import load
+
+    env = os.environ if env is None else env
+    from cox.actors.store.layout import cox_home as default_cox_home
+
+    home = settings.cox_home or default_cox_home()
+    loaded = load(user_hooks, cwd=settings.cwd, user_home=settings.home, cox_home=Path(home), env=env,
+                  user_config=user_config)
+    if not loaded.specs:
+        return None, loaded.warnings
+    from cox.actors.tools.shell_env import command_environment
+
+    child_env, _ = command_environment(tuple(settings.env_keep))
+    wrap = None
+    if loaded.sandbox:
+        wrap = hook_wrapper(SandboxMode(settings.sandbox_mode), [*settings.roots, *settings.writable_roots],
+                            network=settings.network, cwd=settings.cwd, home=settings.home, cox_home=Path(home),
+                            commands=[s.command for s in loaded.specs])
+    mode = getattr(settings.permission_mode, "value", str(settings.permission_mode))
+    return SessionHooks(loaded.specs, settings.session_id, settings.cwd, str(transcript_path), mode,
+                        child_env, wrap), loaded.warnings

@@ -1,0 +1,104 @@
+"""Where hooks come from, in this order: cox's ``[hooks]`` in the user config, Claude Code's user
+``~/.claude/settings.json`` (``$CLAUDE_CONFIG_DIR``), then the project's ``.cox/config.toml``,
+``.claude/settings.json`` and ``.claude/settings.local.json`` — a project file's hooks only once
+``cox hooks trust`` accepted them (``trust``); until then each such file is one warning naming it.
+
+A file that cannot be read or parsed is a warning and cox goes on without its hooks: hooks
+never stop a session from opening.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .spec import HookSpec, parse_hooks
+from .trust import HookTrust
+
+
+@dataclass
+class ProjectFile:
+    """A repository's hooks, as ``cox hooks trust`` shows and accepts them."""
+
+    path: str
+    hooks: Any
+    trusted: bool
+    root: Path
+    """The project the file belongs to (where its commands' scripts are looked for)."""
+
+
+@dataclass
+class Loaded:
+    specs: list[HookSpec] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    project: list[ProjectFile] = field(default_factory=list)
+    sandbox: bool = True
+    """False only when the user config says ``[hooks] sandbox = false``."""
+
+
+def project_files(cwd: Path) -> list[Path]:
+    return [cwd / ".cox" / "config.toml", cwd / ".claude" / "settings.json", cwd / ".claude" / "settings.local.json"]
+
+
+def read_hooks_object(path: Path) -> tuple[Any, str | None]:
+    """The ``hooks`` of one settings file (JSON) or cox config (TOML); None when it has none."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"{path}: cannot be read ({exc.strerror}); its hooks are skipped"
+    try:
+        data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'} ({exc}); its hooks are skipped"
+    return (data.get("hooks") if isinstance(data, dict) else None), None
+
+
+def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home: Path,
+         env: Mapping[str, str], user_config: str = "config.toml") -> Loaded:
+    from cox.config.claude import user_settings_path
+
+    out = Loaded()
+    if user_hooks:
+        sandbox = user_hooks.get("sandbox", True)
+        if isinstance(sandbox, bool):
+            out.sandbox = sandbox
+        else:
+            out.warnings.append(f"{user_config}: hooks.sandbox must be true or false; hooks stay sandboxed")
+        _add(out, dict(user_hooks), f"{user_config} [hooks]")
+    claude_user = user_settings_path(user_home, env)
+    obj, problem = read_hooks_object(claude_user)
+    if problem:
+        out.warnings.append(problem)
+    if obj is not None:
+        _add(out, obj, str(claude_user))
+    trust = HookTrust(cox_home)
+    seen = {claude_user.absolute()}
+    for path in project_files(cwd.absolute()):
+        if path.absolute() in seen:  # the project is the home folder: its settings are the user's
+            continue
+        obj, problem = read_hooks_object(path)
+        if problem:
+            out.warnings.append(problem)
+        if not obj:
+            continue
+        root = cwd.absolute()
+        trusted = trust.trusted(str(path), obj, root)
+        out.project.append(ProjectFile(str(path), obj, trusted, root))
+        if trusted:
+            _add(out, obj, str(path))
+        else:
+            out.warnings.append(f"{path} names hooks that are not trusted, so they do not run; "
+                                "`cox hooks list` shows them, `cox hooks trust` accepts them")
+    return out
+
+
+def _add(out: Loaded, obj: Any, source: str) -> None:
+    specs, warnings = parse_hooks(obj, source)
+    out.specs += specs
+    out.warnings += warnings

@@ -1,0 +1,74 @@
+"""``cox ext list``: everything that extends cox in this workspace, each with its source — the
+hooks (and a repository's waiting for trust), the instruction files sent to the model, the MCP
+servers, and the slash commands — so a person can see at once what runs and what reaches the
+model before they start a session. Each part comes from the module that decides it (no second
+reading of any file); everything shown is made safe for the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cox.actors.mcp.launch import show_arg, show_text
+
+COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
+"""The TUI's slash commands (``cox.surfaces.tui.app.COMMANDS``, kept equal by a test; not
+imported, so that listing does not load the TUI)."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "ext", help="extensions: every hook, instruction file, MCP server and command in effect, with its source")
+    sub = parser.add_subparsers(dest="ext_command", required=True)
+    listing = sub.add_parser("list", help="every hook, instruction file, MCP server and command, with its source")
+    listing.add_argument("--cwd", default=None, help="the workspace folder (default: the current one)")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from cox.actors.mcp.config import load_servers
+    from cox.actors.session.request import instruction_files
+    from cox.actors.store.layout import cox_home
+    from cox.config import ConfigError, load_config
+    from cox.hooks.sources import load
+
+    cwd = Path(args.cwd or os.getcwd()).resolve()
+    home = cox_home()
+    try:
+        config = load_config(cwd, cox_home=home)
+    except ConfigError as exc:
+        print(f"cox ext: config error: {exc}", file=sys.stderr)
+        return 1
+    hooks = load(config.hooks, cwd=cwd, user_home=Path.home(), cox_home=home, env=os.environ,
+                 user_config=str(home / "config.toml"))
+    print("hooks:")
+    for s in hooks.specs:
+        print(f"  {s.event} {show_text(s.matcher or '*')}: {show_text(s.command)}  — {show_text(s.source)}")
+    for p in hooks.project:
+        if not p.trusted:
+            print(f"  (not trusted, not run: {show_text(p.path)}; `cox hooks list` shows them, `cox hooks trust` accepts)")
+    if not hooks.specs and not any(not p.trusted for p in hooks.project):
+        print("  none")
+    print("instruction files (sent to the model):")
+    files = instruction_files(cwd)
+    for name, path, left_out in files:
+        print(f"  {name}: {show_text(str(path))}" + (f"  (left out: {show_text(left_out)})" if left_out else ""))
+    if not files:
+        print("  none")
+    print("mcp servers:")
+    try:
+        servers = load_servers(config.mcp, cwd)
+    except Exception as exc:  # a malformed .mcp.json names itself
+        servers = {}
+        print(f"  (could not be read: {show_text(str(exc))})")
+    for spec in servers.values():
+        what = spec.url if spec.url else " ".join(show_arg(a) for a in (spec.command or "", *spec.args))
+        print(f"  {show_text(spec.name)} ({spec.origin.value}): {show_text(what or '')}  — {show_text(spec.source)}")
+    if not servers:
+        print("  none")
+    print("commands (built in): " + " ".join(f"/{c}" for c in COMMANDS))
+    return 0
