@@ -8,13 +8,15 @@ with blocks ``text``, ``thinking`` (with ``signature``), ``tool_use`` and ``tool
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from .slim import dataclass
 
 Tier = Literal["cheap", "code", "think"]
 
 
-@dataclass(slots=True)
+@dataclass
 class ToolSpec:
     """A tool as the model sees it: name, description and JSON Schema of its input."""
 
@@ -23,7 +25,7 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
-@dataclass(slots=True)
+@dataclass
 class ModelRequest:
     """One request, provider-neutral.
 
@@ -46,7 +48,7 @@ class ModelRequest:
     thinking_budget: int = 0
 
 
-@dataclass(slots=True)
+@dataclass
 class TextPart:
     """Answer text as it streams."""
 
@@ -54,7 +56,7 @@ class TextPart:
     kind: Literal["text"] = "text"
 
 
-@dataclass(slots=True)
+@dataclass
 class ThinkingPart:
     """Reasoning text as it streams. ``signature`` (Anthropic) or ``extra`` (e.g. an OpenAI
     reasoning item's ``id`` and ``encrypted_content``, an Anthropic ``redacted_thinking`` payload)
@@ -66,7 +68,7 @@ class ThinkingPart:
     extra: dict[str, Any] | None = None
 
 
-@dataclass(slots=True)
+@dataclass
 class ToolUseStart:
     """The model starts tool call ``index`` (its id and tool name)."""
 
@@ -76,7 +78,7 @@ class ToolUseStart:
     kind: Literal["tool_use_start"] = "tool_use_start"
 
 
-@dataclass(slots=True)
+@dataclass
 class ToolUseInputDelta:
     """A piece of tool call ``index``'s input, as JSON text to concatenate."""
 
@@ -85,7 +87,7 @@ class ToolUseInputDelta:
     kind: Literal["tool_use_input"] = "tool_use_input"
 
 
-@dataclass(slots=True)
+@dataclass
 class ToolUseStop:
     """Tool call ``index``'s input is complete."""
 
@@ -93,7 +95,7 @@ class ToolUseStop:
     kind: Literal["tool_use_stop"] = "tool_use_stop"
 
 
-@dataclass(slots=True)
+@dataclass
 class UsageDelta:
     """Token counts the stream reports."""
 
@@ -107,7 +109,7 @@ class UsageDelta:
 ModelStop = Literal["end_turn", "tool_use", "max_tokens", "pause_turn", "refusal", "stop_sequence"]
 
 
-@dataclass(slots=True)
+@dataclass
 class StopDelta:
     """Why the model stopped."""
 
@@ -131,7 +133,7 @@ class ProviderError(Exception):
         self.context_overflow = context_overflow
 
 
-@dataclass(slots=True)
+@dataclass
 class Assembled:
     """A finished response, assembled from the deltas (what enters history)."""
 
