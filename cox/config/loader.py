@@ -21,13 +21,14 @@ import os
 import re
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from cox.protocol.record import DecodeError, Record, Spec, decode, specs
+from cox.slim import dataclass
 
 from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
 from .lines import KeyPath, key_lines, line_of

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Literal
 
-from .slim import dataclass
+from cox.slim import dataclass
 
 Tier = Literal["cheap", "code", "think"]
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolSpec:
     """A tool as the model sees it: name, description and JSON Schema of its input."""
 
@@ -25,7 +25,7 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelRequest:
     """One request, provider-neutral.
 
@@ -48,7 +48,7 @@ class ModelRequest:
     thinking_budget: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class TextPart:
     """Answer text as it streams."""
 
@@ -56,7 +56,7 @@ class TextPart:
     kind: Literal["text"] = "text"
 
 
-@dataclass
+@dataclass(slots=True)
 class ThinkingPart:
     """Reasoning text as it streams. ``signature`` (Anthropic) or ``extra`` (e.g. an OpenAI
     reasoning item's ``id`` and ``encrypted_content``, an Anthropic ``redacted_thinking`` payload)
@@ -68,7 +68,7 @@ class ThinkingPart:
     extra: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolUseStart:
     """The model starts tool call ``index`` (its id and tool name)."""
 
@@ -78,7 +78,7 @@ class ToolUseStart:
     kind: Literal["tool_use_start"] = "tool_use_start"
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolUseInputDelta:
     """A piece of tool call ``index``'s input, as JSON text to concatenate."""
 
@@ -87,7 +87,7 @@ class ToolUseInputDelta:
     kind: Literal["tool_use_input"] = "tool_use_input"
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolUseStop:
     """Tool call ``index``'s input is complete."""
 
@@ -95,7 +95,7 @@ class ToolUseStop:
     kind: Literal["tool_use_stop"] = "tool_use_stop"
 
 
-@dataclass
+@dataclass(slots=True)
 class UsageDelta:
     """Token counts the stream reports."""
 
@@ -109,7 +109,7 @@ class UsageDelta:
 ModelStop = Literal["end_turn", "tool_use", "max_tokens", "pause_turn", "refusal", "stop_sequence"]
 
 
-@dataclass
+@dataclass(slots=True)
 class StopDelta:
     """Why the model stopped."""
 
@@ -133,7 +133,7 @@ class ProviderError(Exception):
         self.context_overflow = context_overflow
 
 
-@dataclass
+@dataclass(slots=True)
 class Assembled:
     """A finished response, assembled from the deltas (what enters history)."""
 

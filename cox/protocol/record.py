@@ -31,7 +31,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, Literal, TypeVar, Union, dataclass_transform, get_args, get_origin
 
-from . import slim
+from cox import slim
 
 T = TypeVar("T")
 Path = tuple[str | int, ...]
@@ -77,7 +77,7 @@ def field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclas
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, dataclasses.field))
 def record(cls: type[T]) -> type[T]:
     """Make ``cls`` (a subclass of :class:`Record`) a slotted, keyword-only dataclass (with the
-    ``==`` and ``repr`` of :class:`Record`), built by :func:`slim.build`: nothing is compiled
+    ``==`` and ``repr`` of :class:`Record`), built by :func:`cox.slim.build`: nothing is compiled
     at import, the ``__init__`` is generated when the class is first constructed.
 
     A ``__post_init__`` the class defines holds its invariants; it runs after the cheap
@@ -88,7 +88,7 @@ def record(cls: type[T]) -> type[T]:
     setattr(cls, "__post_init__", _first_post_init)  # noqa: B010
     if not cls.__doc__:
         cls.__doc__ = cls.__name__
-    return slim.build(cls, kw_only=True, eq_repr=False)
+    return slim.build(cls, kw_only=True, slots=True, repr=False, eq=False)
 
 
 def is_record(value: Any) -> bool:

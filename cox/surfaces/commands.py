@@ -6,11 +6,11 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cox.actors.store.layout import Layout, cox_home
+from cox.slim import dataclass
 
 from .cli import EXIT_USAGE
 from .home import home_problem

@@ -17,7 +17,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import pykka
@@ -36,6 +36,7 @@ from cox.protocol.model import (
     ToolUseStop,
     UsageDelta,
 )
+from cox.slim import dataclass
 from cox.supervisors import CancelScope, CoxActor
 from cox.supervisors.cancel import wait_cancelled
 from cox.supervisors.timer import scheduler
