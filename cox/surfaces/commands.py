@@ -173,7 +173,7 @@ def session_tools(app: Any, prep: Prepared, *,
 
 def read_prompt(args: Any) -> str | None:
     """The prompt ``-p`` names (``-`` reads stdin); an empty or blank one is a usage error."""
-    prompt = args.prompt
+    prompt: str | None = args.prompt
     if prompt == "-":
         if args.input_format == "stream-json":
             raise Refused("-p - reads the prompt from stdin, which --input-format stream-json also needs; pick one",

@@ -274,7 +274,7 @@ def _canceller(scope: CancelScope, reason: str) -> Callable[[], None]:
 
 def backoff(retry: int) -> float:
     """Seconds before ``retry`` when the server named none: exponential with jitter, ≤ 8 s."""
-    return min(8.0, 0.5 * 2**retry) * (0.5 + random.random() / 2)
+    return min(8.0, 0.5 * 2.0**retry) * (0.5 + random.random() / 2)
 
 
 def scrubbed(err: ProviderError) -> ProviderError:
