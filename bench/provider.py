@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/provider.py
 
-Prints, for Anthropic Messages, OpenAI Responses and Chat Completions: launch → first request
+Prints the floor first: ``python -c pass`` and a ~60-line stdlib agent (one keep-alive
+connection, SSE parsed, one bash call) against the same server, and cox's launch → first request
+as a ratio to that agent's (goal ≤ 2×). Then, for Anthropic Messages, OpenAI Responses and Chat Completions: launch → first request
 (median of 10; goal ≤ 150 ms); against 20,000 streamed text deltas, deltas per second reaching
 the stream-json output (goal ≥ 20,000/s) and the time from the server's first body byte to the
 first text_delta line on stdout (goal ≤ 5 ms median); and, for a scripted 10-request session,
@@ -28,6 +30,71 @@ sys.path.insert(0, str(ROOT))
 from tests.provider.loopback import Loopback, Reply, sse  # noqa: E402
 
 RUNS = 10
+FLOOR_GOAL = 2.0  # cox's launch → first request, at most this many times the floor agent's
+
+# The floor: what an agent written with the standard library alone costs from launch to its first
+# request (and per tool round trip) against the same server: one keep-alive connection, SSE parsed
+# line by line, the bash tool run with subprocess. cox's start-up is printed as a ratio to it.
+FLOOR_AGENT = r"""
+import http.client, json, os, subprocess, sys, urllib.parse
+
+url = urllib.parse.urlsplit(os.environ["ANTHROPIC_BASE_URL"])
+conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+headers = {"content-type": "application/json", "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+           "anthropic-version": "2023-06-01", "accept": "text/event-stream"}
+tools = [{"name": "bash", "description": "Run a shell command.", "input_schema": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]
+messages = [{"role": "user", "content": sys.argv[1]}]
+
+
+def events(resp):
+    data = []
+    for raw in resp:
+        line = raw.decode().rstrip("\r\n")
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif not line and data:
+            yield json.loads("\n".join(data))
+            data = []
+
+
+while True:
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 8192, "stream": True, "tools": tools, "messages": messages}
+    conn.request("POST", url.path.rstrip("/") + "/v1/messages", json.dumps(body), headers)
+    resp = conn.getresponse()
+    blocks, stop = {}, None
+    for ev in events(resp):
+        kind = ev["type"]
+        if kind == "content_block_start":
+            blocks[ev["index"]] = {**ev["content_block"], "partial": ""}
+        elif kind == "content_block_delta":
+            delta, block = ev["delta"], blocks[ev["index"]]
+            if delta["type"] == "text_delta":
+                block["text"] += delta["text"]
+                print(delta["text"], end="", flush=True)
+            elif delta["type"] == "input_json_delta":
+                block["partial"] += delta["partial_json"]
+        elif kind == "message_delta":
+            stop = ev["delta"].get("stop_reason")
+    resp.read()  # the rest of the body, so the connection is reused
+    content = []
+    for block in blocks.values():
+        partial = block.pop("partial")
+        if block["type"] == "tool_use":
+            block["input"] = json.loads(partial or "{}")
+        content.append(block)
+    messages.append({"role": "assistant", "content": content})
+    if stop != "tool_use":
+        break
+    results = []
+    for block in content:
+        if block["type"] == "tool_use":
+            run = subprocess.run(["bash", "-c", block["input"]["command"]], capture_output=True, text=True)
+            results.append({"type": "tool_result", "tool_use_id": block["id"],
+                            "content": run.stdout + run.stderr, "is_error": run.returncode != 0})
+    messages.append({"role": "user", "content": results})
+print()
+"""
 DELTAS = 20_000
 STREAM_RUNS = 7  # the first-delta latency is a few ms: a median of 7 keeps one slow run out
 
@@ -148,6 +215,44 @@ def streaming(kind: str, ws: Path, home: Path) -> tuple[float, float]:
     return statistics.median(firsts), statistics.median(rates)
 
 
+def bash_call_reply() -> list[bytes]:
+    """One ``bash`` tool call (``echo ok``), as Anthropic streams it."""
+    events: list[tuple[str | None, Any]] = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_0", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_0", "name": "bash", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": json.dumps({"command": "echo ok"})}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return sse(events)
+
+
+def floor_agent(ws: Path, home: Path) -> tuple[float, float]:
+    """The floor agent's launch → first request and tool result → next request (medians, ms),
+    for a session of one bash call; it must end with the reply's text, as cox's runs do."""
+    firsts, trips = [], []
+    with Loopback() as api:
+        for _ in range(RUNS):
+            api.add(Reply(bash_call_reply()))
+            api.add(Reply(anthropic_text(["done"])))
+            t0 = time.time()
+            out = subprocess.run([sys.executable, "-c", FLOOR_AGENT, "run echo ok"], cwd=ws,
+                                 env=env_for("anthropic", api, home), capture_output=True, check=False, timeout=60)
+            if out.returncode != 0 or "done" not in out.stdout.decode():
+                raise SystemExit(f"the floor agent failed: {out.stderr.decode()[-2000:]}")
+            first, second = api.requests[-2:]
+            if second["json"]["messages"][-1]["content"][0]["content"] != "ok\n":
+                raise SystemExit("the floor agent sent no bash result")
+            firsts.append((first["at"] - t0) * 1000)
+            trips.append((second["at"] - api.first_byte_at[-2]) * 1000)
+    return statistics.median(firsts), statistics.median(trips)
+
+
 def cache_layout(ws: Path, home: Path) -> None:
     """Ten requests of one Anthropic session (read → result → …): size and cache marks of #2 and #10."""
     def tool_reply(i: int) -> list[bytes]:
@@ -225,8 +330,15 @@ def main() -> None:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         t.append((time.perf_counter() - t0) * 1000)
     print(f"floor: python -c pass {statistics.median(t):.1f} ms")
+    floor_first, floor_trip = floor_agent(ws, home)
+    print(f"floor agent (stdlib, {FLOOR_AGENT.count(chr(10))} lines): launch → first request {floor_first:.1f} ms · "
+          f"first byte → next request after one bash call {floor_trip:.1f} ms")
     for kind in PROVIDERS:
         first = first_request(kind, ws, home)
+        if kind == "anthropic":
+            ratio = first / floor_first
+            print(f"cox start-up: launch → first request {first:.1f} ms = {ratio:.2f}× the floor agent's "
+                  f"(goal ≤ {FLOOR_GOAL:g}×)")
         lat, rate = streaming(kind, ws, home)
         print(f"{kind:<12} launch → first request {first:6.1f} ms (goal ≤ 150) · {DELTAS:,} deltas: "
               f"{rate:,.0f}/s to stream-json (goal ≥ 20,000) · first byte → first text_delta {lat:.1f} ms (goal ≤ 5)")

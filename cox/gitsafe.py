@@ -32,7 +32,8 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from cox.slim import dataclass
 
 __all__ = ["OVERRIDES", "GitCommand", "filter_drivers", "find_git", "git_command", "run_git", "safe_env"]
 

@@ -33,12 +33,13 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import Any
 
 from cox.protocol.types import PermissionMode
+from cox.slim import dataclass
 
 from .lines import KeyPath
 from .project import Current, Keys, narrower_rank

@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from functools import cache
 from pathlib import Path
@@ -37,6 +37,7 @@ from cox.protocol.record import (
     specs,
     unwrap_optional,
 )
+from cox.slim import dataclass
 
 from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
 from .lines import KeyPath, key_lines, line_of

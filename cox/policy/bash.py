@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from cox.protocol.types import Risk
+from cox.slim import dataclass
 
 from .bashread import GROUP_PREFIX, joined, parseable, ungrouped
 from .braces import has_braces

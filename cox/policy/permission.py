@@ -23,11 +23,12 @@ only an exact ``CloudAgent(owner/repo)`` allow lifts the question — not a bare
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from cox.protocol.types import ApprovalPolicy, PermissionMode, Risk, SandboxMode, ToolCall
+from cox.slim import dataclass
 
 from .bash import Split, canonical, split
 from .defaults import DEFAULT_DENY, DEFAULT_ORIGIN

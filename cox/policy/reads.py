@@ -35,7 +35,8 @@ import posixpath
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from cox.slim import dataclass
 
 from .bash import Command, Split
 from .globs import homes, normalise, segment_regex

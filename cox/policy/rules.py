@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 from urllib.parse import urlsplit
+
+from cox.slim import dataclass
 
 from .globs import GlobError, compile_glob
 from .names import PATH_RULES, RULE_TOOLS, is_mcp

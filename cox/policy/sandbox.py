@@ -46,10 +46,11 @@ import os
 import posixpath
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from cox.protocol.types import SandboxMode
+from cox.slim import dataclass
 
 __all__ = ["Mask", "SandboxPolicy", "bwrap_argv", "describe", "describe_dict", "env_keep_of", "explain", "fail_closed_sentence", "harden",
            "is_secret_name", "read_deny_patterns", "remove_planted", "scrub_env"]

@@ -28,9 +28,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from cox.protocol.types import Risk
+from cox.slim import dataclass
 
 from .scripts import (
     GIT_CONFIGURING,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from cox.slim import dataclass
 
 __all__ = ["ASSIGNMENT", "GLOB_CHARS", "QUOTED_PART", "Word", "base", "canon", "word_forms", "plain_words", "quote", "vague"]
 

@@ -8,8 +8,10 @@ with blocks ``text``, ``thinking`` (with ``signature``), ``tool_use`` and ``tool
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from cox.slim import dataclass
 
 Tier = Literal["cheap", "code", "think"]
 

@@ -4,7 +4,8 @@ Why not pydantic: importing it and building cox's ~45 models took ~85 ms of CPU,
 the ~165 ms from launch to the first model request (see the README's design notes); the protocol
 and the config need far less than it offers.
 
-- ``@record`` makes a class a ``dataclass(slots=True, kw_only=True)``. Construction stays cheap
+- ``@record`` makes a class a ``dataclass(slots=True, kw_only=True)`` (built by ``slim``: nothing
+  compiled at import, the ``__init__`` on first construction). Construction stays cheap
   (the session builds tens of thousands of ``TextDelta`` a second): it only turns an enum's value
   into the enum member, an ``int`` into a ``float`` where a float is declared, checks the numeric
   bounds of :func:`field` and runs the class's own ``__post_init__`` (its invariants).
@@ -30,6 +31,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, Literal, TypeVar, Union, dataclass_transform, get_args, get_origin
 
+from cox import slim
+
 T = TypeVar("T")
 Path = tuple[str | int, ...]
 _META = "cox"
@@ -43,17 +46,9 @@ class Record:
 
     __slots__ = ()
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in _compared(type(self)))
-
+    __eq__ = slim.fields_eq
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
-
-    def __repr__(self) -> str:
-        fields: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(self)  # type: ignore[arg-type]
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields if f.repr)
-        return f"{type(self).__qualname__}({shown})"
+    __repr__ = slim.fields_repr
 
 
 class DecodeError(ValueError):
@@ -82,7 +77,8 @@ def field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclas
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, dataclasses.field))
 def record(cls: type[T]) -> type[T]:
     """Make ``cls`` (a subclass of :class:`Record`) a slotted, keyword-only dataclass (with the
-    ``==`` and ``repr`` of :class:`Record`).
+    ``==`` and ``repr`` of :class:`Record`), built by :func:`cox.slim.build`: nothing is compiled
+    at import, the ``__init__`` is generated when the class is first constructed.
 
     A ``__post_init__`` the class defines holds its invariants; it runs after the cheap
     construction-time fixes (enum values, int → float, bounds) and may raise ``ValueError``."""
@@ -91,18 +87,8 @@ def record(cls: type[T]) -> type[T]:
         setattr(cls, "_record_invariants", own)  # noqa: B010
     setattr(cls, "__post_init__", _first_post_init)  # noqa: B010
     if not cls.__doc__:
-        cls.__doc__ = cls.__name__  # else dataclass computes one with inspect.signature (slow)
-    return dataclasses.dataclass(slots=True, kw_only=True, repr=False, eq=False)(cls)
-
-
-_COMPARED: dict[type, tuple[str, ...]] = {}
-
-
-def _compared(cls: type) -> tuple[str, ...]:
-    names = _COMPARED.get(cls)
-    if names is None:
-        names = _COMPARED[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.compare)
-    return names
+        cls.__doc__ = cls.__name__
+    return slim.build(cls, kw_only=True, slots=True, repr=False, eq=False)
 
 
 def is_record(value: Any) -> bool:

@@ -41,12 +41,13 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 import pykka
 from pykka.messages import _ActorStop
+
+from cox.slim import dataclass
 
 __all__ = [
     "ActorCrash",

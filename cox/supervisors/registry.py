@@ -15,10 +15,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import pykka
+
+from cox.slim import dataclass
 
 from .spec import Restart
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pykka
+
+from cox.slim import dataclass
 
 __all__ = ["Backoff", "ChildSpec", "Restart", "Strategy"]
 

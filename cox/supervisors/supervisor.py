@@ -20,10 +20,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pykka
+
+from cox.slim import dataclass
 
 from .actor import CoxActor, Exit, ExitKind, ExitListener, spawn_linked
 from .registry import ChildInfo, SupervisorInfo, registry

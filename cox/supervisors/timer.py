@@ -15,7 +15,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from cox.slim import dataclass
 
 __all__ = ["Scheduler", "scheduler"]
 

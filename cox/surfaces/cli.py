@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     from cox.policy.sanitize import SanitizedStream
 
     stdout, stderr = sys.stdout, sys.stderr
-    sys.stderr = SanitizedStream(stderr)  # type: ignore[assignment]
+    sys.stderr = SanitizedStream(stderr)
     try:
         args = _parser(argv).parse_args(argv)
         if args.command == "run":
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cox {__version__}")
             return 0
         if args.command in TEXT_COMMANDS and getattr(args, "mcp_command", None) != "serve" and stdout.isatty():
-            sys.stdout = SanitizedStream(stdout)  # type: ignore[assignment]
+            sys.stdout = SanitizedStream(stdout)
         return _dispatch(args)
     except KeyboardInterrupt:
         return 4

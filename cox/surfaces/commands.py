@@ -6,11 +6,11 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cox.actors.store.layout import Layout, cox_home
+from cox.slim import dataclass
 
 from .cli import EXIT_USAGE
 from .home import home_problem
@@ -192,7 +192,7 @@ def session_hooks(prep: Prepared) -> Any:
 
 def read_prompt(args: Any) -> str | None:
     """The prompt ``-p`` names (``-`` reads stdin); an empty or blank one is a usage error."""
-    prompt = args.prompt
+    prompt: str | None = args.prompt
     if prompt == "-":
         if args.input_format == "stream-json":
             raise Refused("-p - reads the prompt from stdin, which --input-format stream-json also needs; pick one",

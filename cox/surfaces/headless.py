@@ -23,13 +23,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import IO, TYPE_CHECKING, Any
 
 from cox.policy.redact import scrub, scrub_data
 from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.messages import ProtocolError, decode_submission
+from cox.slim import dataclass
 
 from .stopper import Stopper
 

@@ -27,6 +27,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,7 @@ def _progress_token(ctx: Any) -> Any:
     meta = getattr(ctx, "meta", None)
     if not meta:
         return None
-    get = meta.get if isinstance(meta, dict) else (lambda k: getattr(meta, k, None))
+    get: Callable[[str], Any] = meta.get if isinstance(meta, dict) else (lambda k: getattr(meta, k, None))
     token = get("progress_token")
     return token if token is not None else get("progressToken")
 

@@ -236,7 +236,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
     def next_event(timeout: float) -> tuple[Any, str]:
         if held:
             return held.popleft()
-        return handle.events.get(timeout=timeout)  # type: ignore[no-any-return]
+        return handle.events.get(timeout=timeout)
 
     interrupted = threading.Event()
 

@@ -12,7 +12,6 @@ handler blocked in I/O cannot delay it, then tells the session so its state chan
 from __future__ import annotations
 
 import queue
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from cox.actors.store.actor import StoreActor
 from cox.actors.store.layout import Layout
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Provider
+from cox.slim import dataclass
 from cox.supervisors import ChildSpec, Restart, shutdown, start_supervisor
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cox.protocol.record import to_plain
 from cox.protocol.types import ApprovalPolicy, PermissionMode, SandboxMode, new_ulid
+from cox.slim import dataclass
 
 if TYPE_CHECKING:  # imported where used, so `cox policy check` does not load the session actor
     from cox.actors.session.actor import SessionSettings

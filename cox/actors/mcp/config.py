@@ -21,12 +21,13 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from cox.config.schema import McpConfig, McpServerConfig
+from cox.slim import dataclass
 
 __all__ = ["McpServerSpec", "Origin", "load_servers", "parse_servers"]
 

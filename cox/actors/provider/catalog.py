@@ -12,10 +12,11 @@ per provider, overridable with ``core.cheap_model`` / ``core.think_model``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from cox.protocol.types import Usage
+from cox.slim import dataclass
 
 
 @dataclass(frozen=True, slots=True)

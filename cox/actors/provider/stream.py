@@ -17,7 +17,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import pykka
@@ -36,6 +36,7 @@ from cox.protocol.model import (
     ToolUseStop,
     UsageDelta,
 )
+from cox.slim import dataclass
 from cox.supervisors import CancelScope, CoxActor
 from cox.supervisors.cancel import wait_cancelled
 from cox.supervisors.timer import scheduler
@@ -273,7 +274,7 @@ def _canceller(scope: CancelScope, reason: str) -> Callable[[], None]:
 
 def backoff(retry: int) -> float:
     """Seconds before ``retry`` when the server named none: exponential with jitter, ≤ 8 s."""
-    return min(8.0, 0.5 * 2**retry) * (0.5 + random.random() / 2)
+    return min(8.0, 0.5 * 2.0**retry) * (0.5 + random.random() / 2)
 
 
 def scrubbed(err: ProviderError) -> ProviderError:

@@ -36,11 +36,11 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from cox.atomic import open_append, write_atomic
 from cox.gitsafe import find_git, safe_env
+from cox.slim import dataclass
 
 from .overlay import ENTRIES_MAX, Entry, ObjectStore, Overlay, Reader, Step, parse_ls_tree
 from .watch import TreeWatch

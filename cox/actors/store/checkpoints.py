@@ -43,12 +43,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cox.atomic import Folder, LinkInTheWay, remove_file, temp_name
 from cox.log import get_logger
+from cox.slim import dataclass
 
 from . import archive, db, post_images
 from .checkpoint_git import GitError, PrivateRepo, clean_env, root_hash, which_git

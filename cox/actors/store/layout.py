@@ -11,8 +11,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from cox.slim import dataclass
 
 
 def cox_home(env: dict[str, str] | None = None) -> Path:

@@ -27,10 +27,11 @@ import os
 import stat
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from cox.atomic import write_atomic
+from cox.slim import dataclass
 
 from .post_images import blob_id
 

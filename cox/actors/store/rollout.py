@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import IO, Any
 
 from cox.atomic import open_append
+from cox.slim import dataclass
 
 
 class RolloutWriter:

@@ -11,12 +11,13 @@ import functools
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, ToolCall, ToolResult
+from cox.slim import dataclass
 
 if TYPE_CHECKING:
     from cox.policy.reads import ReadGuard

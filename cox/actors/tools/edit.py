@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cox.atomic import LinkInTheWay, read_file, why, write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
+from cox.slim import dataclass
 
 from .base import ToolEnv, ToolInputError, path_denied, read_denied
 from .files import BINARY_SNIFF, PathTool, display, resolve

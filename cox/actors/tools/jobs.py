@@ -8,8 +8,9 @@ from __future__ import annotations
 import itertools
 import subprocess
 import threading
-from dataclasses import dataclass
 from pathlib import Path
+
+from cox.slim import dataclass
 
 
 @dataclass

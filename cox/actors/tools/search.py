@@ -44,7 +44,6 @@ import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from cox.policy.paths import confine
 from cox.policy.wildmatch import translate
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, ToolCall, ToolResult
+from cox.slim import dataclass
 
 from .base import BaseTool, ToolEnv, ToolInputError, path_denied, read_denied, read_guard
 from .files import BINARY_SNIFF, display

@@ -102,7 +102,7 @@ def check_url(url: Any) -> str:
                              f" ({url})")
     if not parts.hostname:
         raise ToolInputError(f"the URL names no host: {url}")
-    return url
+    return str(url)
 
 
 class WebFetchTool(BaseTool):

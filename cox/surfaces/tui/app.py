@@ -318,7 +318,7 @@ class Composer(urwid.Edit):
         return super().keypress(size, key)  # type: ignore[arg-type]
 
 
-class Root(urwid.WidgetPlaceholder):
+class Root(urwid.WidgetPlaceholder[Any]):
     """Routes keys: an open modal takes them all; then the global keys; then the composer."""
 
     def __init__(self, ui: TUI, body: urwid.Widget) -> None:
@@ -1146,7 +1146,8 @@ class TUI:
             if key == "ctrl j":
                 self.editing.insert_text("\n")
                 return None
-            return self.root.original_widget.keypress(size, key)
+            handled: str | None = self.root.original_widget.keypress(size, key)
+            return handled
         if key == "y":
             self._answer(m.Approve(call_id=call.id, decision=Decision.ALLOW), "allowed")
         elif key == "s":
