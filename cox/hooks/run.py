@@ -16,10 +16,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from cox.protocol.interfaces import CancelToken
+from cox.slim import dataclass
 
 CAP = 256 * 1024
 

@@ -18,9 +18,11 @@ import concurrent.futures
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from cox.slim import dataclass
 
 from .answer import interpret, merge
 from .run import Outcome, Wrap, run_command

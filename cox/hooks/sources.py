@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from cox.slim import dataclass
 
 from .spec import HookSpec, parse_hooks
 from .trust import HookTrust

@@ -11,8 +11,9 @@ malformed entry is a warning naming its source and place, and the other entries 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from cox.slim import dataclass
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
           "PermissionRequest", "Notification", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
