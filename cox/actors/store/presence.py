@@ -65,8 +65,11 @@ def others(conn: sqlite3.Connection, session_id: str, workspace: str) -> list[di
         (workspace, session_id),
     ).fetchall()
     out: list[dict[str, Any]] = []
+    live: dict[int, bool] = {}  # one probe per process: a server may hold thousands of sessions
     for sid, pid, ws, wt, started in rows:
-        if alive(int(pid)):
+        if pid not in live:
+            live[pid] = alive(int(pid))
+        if live[pid]:
             out.append({"session_id": sid, "pid": int(pid), "workspace": ws, "worktree": wt, "started": started})
         else:
             conn.execute("DELETE FROM presence WHERE session_id=? AND pid=?", (sid, pid))
