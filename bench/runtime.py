@@ -6,7 +6,8 @@ Prints: text deltas/s from the scripted provider to stream-json with the rollout
 → turn_done{interrupted} latency with 8 running ``sleep 60`` calls and with a stalled stream;
 ``cox run -p`` start-up to the first provider request; memory and time for 200 idle sessions
 and 50 parallel scripted sessions; 1,000 parallel active sessions (wall, peak RSS, all finished);
-the per-session cost of opening and closing 200 and 4,000 idle sessions (linear: within 1.5x); a supervised child's crash → restarted and answering; SIGINT and
+the per-session cost (wall and CPU) of opening and closing 200 and of 4,000 idle sessions, whose
+ratio must stay within 1.5x; a supervised child's crash → restarted and answering; SIGINT and
 SIGTERM at a random moment of a ``cox run`` (start-up included) → the process's exit, and the
 result line → exit gap.
 Figures only: nothing here passes or fails.
