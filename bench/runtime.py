@@ -369,10 +369,20 @@ def bench_parallel_active(app: App, ws: Path, home: Path, engine: Engine, n: int
 def bench_open_close(app: App, ws: Path, home: Path, engine: Engine, n: int) -> dict[str, float]:
     """Open ``n`` idle sessions one after another (each up: session_started seen), then close
     them one after another. Per session, in ms: wall and CPU (this process's, all threads: what
-    the machine's other load does not inflate) for opening and for closing."""
+    the machine's other load does not inflate) for opening and for closing, and the time spent
+    in the garbage collector (whose full passes walk a heap that grows with the sessions held)."""
     import gc
 
     gc.collect()  # each size starts from a clean heap, not the garbage of the figure before
+    in_gc = [0.0, 0.0]  # started at, total
+
+    def gc_clock(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            in_gc[0] = time.perf_counter()
+        else:
+            in_gc[1] += time.perf_counter() - in_gc[0]
+
+    gc.callbacks.append(gc_clock)
     handles = []
     t, c = time.perf_counter(), time.process_time()
     for _ in range(n):
@@ -387,6 +397,8 @@ def bench_open_close(app: App, ws: Path, home: Path, engine: Engine, n: int) -> 
         h.shutdown()
     out["close"] = (time.perf_counter() - t) / n * 1000
     out["close_cpu"] = (time.process_time() - c) / n * 1000
+    gc.callbacks.remove(gc_clock)
+    out["gc"] = in_gc[1] / n * 1000
     return out
 
 
@@ -429,7 +441,8 @@ def main() -> None:
         costs = {size: bench_open_close(app, ws, home, engine, size) for size in sizes}
         for size, cost in costs.items():
             print(f"open/close of {size:,} idle sessions, per session: open {cost['open']:.2f} ms "
-                  f"(CPU {cost['open_cpu']:.2f}) · close {cost['close']:.2f} ms (CPU {cost['close_cpu']:.2f})")
+                  f"(CPU {cost['open_cpu']:.2f}) · close {cost['close']:.2f} ms (CPU {cost['close_cpu']:.2f}) · "
+                  f"in the garbage collector {cost['gc']:.2f} ms")
         small, big = (costs[size] for size in sizes)
         wall = (big["open"] + big["close"]) / (small["open"] + small["close"])
         cpu = (big["open_cpu"] + big["close_cpu"]) / (small["open_cpu"] + small["close_cpu"])
