@@ -5,7 +5,9 @@
 Prints: text deltas/s from the scripted provider to stream-json with the rollout on; Interrupt
 → turn_done{interrupted} latency with 8 running ``sleep 60`` calls and with a stalled stream;
 ``cox run -p`` start-up to the first provider request; memory and time for 200 idle sessions
-and 50 parallel scripted sessions; a supervised child's crash → restarted and answering; SIGINT and
+and 50 parallel scripted sessions; 1,000 parallel active sessions (wall, peak RSS, all finished);
+the per-session cost (wall and CPU) of opening and closing 200 and of 4,000 idle sessions, whose
+ratio must stay within 1.5x; a supervised child's crash → restarted and answering; SIGINT and
 SIGTERM at a random moment of a ``cox run`` (start-up included) → the process's exit, and the
 result line → exit gap.
 Figures only: nothing here passes or fails.
@@ -303,6 +305,103 @@ def bench_many(app: App, ws: Path, home: Path, engine: Engine) -> tuple[float, f
     return per_idle, open_s, par_s
 
 
+class PeakRss:
+    """Samples VmRSS on a thread while a figure is measured: the peak of that stretch alone
+    (``ru_maxrss`` would report whatever earlier figure peaked higher)."""
+
+    def __init__(self, every_s: float = 0.02) -> None:
+        self.base = rss_mb()
+        self.peak = self.base
+        self._every = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-rss", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self.peak = max(self.peak, rss_mb())
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def bench_parallel_active(app: App, ws: Path, home: Path, engine: Engine, n: int) -> tuple[float, float, float, int]:
+    """``n`` sessions at once, one thread each: open, one prompt, one short scripted reply, wait
+    for its turn_done, close. Returns (wall s, peak RSS MB, RSS growth MB, how many finished)."""
+    finished: list[str] = []
+    failed: list[str] = []
+    go = threading.Event()
+
+    def one(i: int) -> None:
+        go.wait()
+        try:
+            provider = ScriptedProvider({"replies": [{"text": f"reply {i}"}]})
+            h = app.open_session(_settings(ws, home), provider, builtin_tools(), engine)
+            h.submit(m.UserTurn(text="go"))
+            while True:
+                event, _ = h.events.get(timeout=120)
+                if event.type == "turn_done":
+                    (finished if event.stop.value == "end_turn" else failed).append(h.session_id)
+                    break
+            h.shutdown()
+        except Exception as exc:  # a figure, not a test: count it and say what it was
+            failed.append(repr(exc))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    with PeakRss() as rss:
+        t = time.perf_counter()
+        go.set()
+        for th in threads:
+            th.join()
+        wall = time.perf_counter() - t
+    if failed:
+        print(f"  {len(failed)} of {n} parallel sessions did not finish; first: {failed[0]}")
+    return wall, rss.peak, rss.peak - rss.base, len(finished)
+
+
+def bench_open_close(app: App, ws: Path, home: Path, engine: Engine, n: int) -> dict[str, float]:
+    """Open ``n`` idle sessions one after another (each up: session_started seen), then close
+    them one after another. Per session, in ms: wall and CPU (this process's, all threads: what
+    the machine's other load does not inflate) for opening and for closing, and the time spent
+    in the garbage collector (whose full passes walk a heap that grows with the sessions held)."""
+    import gc
+
+    gc.collect()  # each size starts from a clean heap, not the garbage of the figure before
+    in_gc = [0.0, 0.0]  # started at, total
+
+    def gc_clock(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            in_gc[0] = time.perf_counter()
+        else:
+            in_gc[1] += time.perf_counter() - in_gc[0]
+
+    gc.callbacks.append(gc_clock)
+    handles = []
+    t, c = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        provider = ScriptedProvider({"replies": [{"text": "idle"}]})
+        handles.append(app.open_session(_settings(ws, home), provider, builtin_tools(), engine))
+    for h in handles:
+        while h.events.get(timeout=120)[0].type != "session_started":
+            pass
+    out = {"open": (time.perf_counter() - t) / n * 1000, "open_cpu": (time.process_time() - c) / n * 1000}
+    t, c = time.perf_counter(), time.process_time()
+    for h in handles:
+        h.shutdown()
+    out["close"] = (time.perf_counter() - t) / n * 1000
+    out["close_cpu"] = (time.process_time() - c) / n * 1000
+    gc.callbacks.remove(gc_clock)
+    out["gc"] = in_gc[1] / n * 1000
+    return out
+
+
 def main() -> None:
     sys.setswitchinterval(0.001)
     tmp = Path(tempfile.mkdtemp(prefix="cox-bench-"))
@@ -334,6 +433,21 @@ def main() -> None:
         print(f"200 idle sessions: {per_idle:.2f} MB each (goal ≤ 2), opened in {open_s * 1000:.0f} ms · "
               f"50 scripted sessions in parallel (a read and a bash call each): {par_s * 1000:.0f} ms "
               f"(floor: one `bash -lc true` takes {floor_bash_login():.0f} ms here)")
+        par_n = 300 if QUICK else 1000
+        wall, peak, grew, done = bench_parallel_active(app, ws, home, engine, par_n)
+        print(f"{par_n:,} parallel active sessions (one short scripted reply each): {wall:.1f} s wall · "
+              f"peak RSS {peak:.0f} MB (+{grew:.0f} MB) · {done:,}/{par_n:,} finished")
+        sizes = (200, 1000) if QUICK else (200, 4000)
+        costs = {size: bench_open_close(app, ws, home, engine, size) for size in sizes}
+        for size, cost in costs.items():
+            print(f"open/close of {size:,} idle sessions, per session: open {cost['open']:.2f} ms "
+                  f"(CPU {cost['open_cpu']:.2f}) · close {cost['close']:.2f} ms (CPU {cost['close_cpu']:.2f}) · "
+                  f"in the garbage collector {cost['gc']:.2f} ms")
+        small, big = (costs[size] for size in sizes)
+        wall = (big["open"] + big["close"]) / (small["open"] + small["close"])
+        cpu = (big["open_cpu"] + big["close_cpu"]) / (small["open_cpu"] + small["close_cpu"])
+        print(f"  per-session cost at {sizes[1]:,} / at {sizes[0]:,}: {wall:.2f}x wall, {cpu:.2f}x CPU "
+              f"(goal ≤ 1.5x: {'linear' if cpu <= 1.5 else 'NOT linear'})")
     finally:
         app.close()
     first, total = bench_startup(ws, home)

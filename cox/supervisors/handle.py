@@ -100,8 +100,7 @@ class SupervisorHandle:
 
     def which_children(self) -> list[dict[str, Any]]:
         """One dict per child, in start order: name, alive, restarts, state, restart, last_exit."""
-        info = registry.supervisor(self._path)
-        return [] if info is None else [child.as_dict() for child in info.children]
+        return [child.as_dict() for child in registry.children(self._path)]
 
     def child_supervisor(self, name: str) -> SupervisorHandle:
         """A handle for a child that is itself a supervisor (started from a ``supervisor_spec``)."""
@@ -145,11 +144,8 @@ class SupervisorHandle:
             return False
 
     def _shutdown_timeout_of(self, name: str) -> float:
-        info = registry.supervisor(self._path)
-        for child in info.children if info is not None else ():
-            if child.name == name:
-                return child.shutdown_timeout
-        return 0.0
+        child = registry.child(self._path, name)
+        return 0.0 if child is None else child.shutdown_timeout
 
     def _ask(self, message: Any, timeout: float | None) -> Any:
         info = registry.supervisor(self._path)

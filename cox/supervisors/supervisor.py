@@ -5,7 +5,13 @@ with a ``ChildExited`` tell (see ``actor.py``); a watchdog probe on the shared t
 catches a child that died without one. On an exit the supervisor applies the child's restart type
 and its own strategy, counts the restart against its intensity (more than ``max_restarts`` in
 ``period_s`` → it stops its children and fails, which its parent sees as an abnormal exit) and
-publishes the new child table to the registry, where callers resolve names.
+publishes the children that changed to the registry, where callers resolve names.
+
+Starting or stopping one child is O(1) in the number of its siblings (a session supervisor may
+hold thousands): the table is a dict in start order, exits find their child by urn, only the
+changed entries are published, and the watchdog hands over the names of the dead children it saw
+instead of making the supervisor scan them all. Only what a strategy itself implies is O(n): a
+``one_for_all``/``rest_for_one`` restart, and the ordered shutdown.
 
 Everything here runs in the supervisor's own thread; the only blocking calls are a child's
 ``spec.start()`` and stopping a child, which always has a timeout. Use it through
@@ -82,7 +88,9 @@ class ChildExited:
 
 @dataclass(frozen=True, slots=True)
 class CheckChildren:
-    """From the watchdog probe or a lookup that found a dead ref."""
+    """From the watchdog probe or a lookup that found a dead ref: the children to look at."""
+
+    names: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,16 @@ def _teller(ref: pykka.ActorRef[Any], message: Any) -> Callable[[], None]:
     return tell
 
 
+def _nudger(ref: pykka.ActorRef[Any]) -> Callable[[str], None]:
+    def nudge(name: str) -> None:
+        try:
+            ref.tell(CheckChildren((name,)))
+        except pykka.ActorDeadError:
+            pass
+
+    return nudge
+
+
 def _exit_listener(ref: pykka.ActorRef[Any]) -> ExitListener:
     """A child's report: one tell, from the child's thread, to this supervisor incarnation."""
 
@@ -120,16 +138,18 @@ def _exit_listener(ref: pykka.ActorRef[Any]) -> ExitListener:
 
 
 def _watchdog_probe(ref: pykka.ActorRef[Any], path: str) -> Callable[[], bool]:
-    """Runs on the timer thread: reads the published table (no message, no lock) and wakes the
-    supervisor only when some child's ref is dead. Returns False to stop once it is gone."""
+    """Runs on the timer thread: reads a snapshot of the published table (no message) and wakes
+    the supervisor only when some child's ref is dead, naming those children. Returns False to
+    stop once the supervisor is gone."""
 
     def probe() -> bool:
         info = registry.supervisor(path)
         if not ref.is_alive() or info is None or info.ref.actor_urn != ref.actor_urn:
             return False
-        if any(c.ref is not None and not c.ref.is_alive() for c in info.children):
+        dead = tuple(c.name for c in registry.children(path) if c.ref is not None and not c.ref.is_alive())
+        if dead:
             try:
-                ref.tell(CheckChildren())
+                ref.tell(CheckChildren(dead))
             except pykka.ActorDeadError:
                 return False
         return True
@@ -212,7 +232,7 @@ class Supervisor(CoxActor):
         me = self.actor_ref
         try:
             registry.claim(
-                SupervisorInfo(self._sup_path, me, threading.get_ident(), _teller(me, CheckChildren())),
+                SupervisorInfo(self._sup_path, me, threading.get_ident(), _nudger(me)),
                 force=self._sup_has_parent,
             )
             self._sup_watchdog_cancel = scheduler.call_every(
@@ -235,7 +255,7 @@ class Supervisor(CoxActor):
         if isinstance(message, ChildExited):
             return self._sup_on_exit(message.exit)
         if isinstance(message, CheckChildren):
-            return self._sup_check()
+            return self._sup_check(message.names)
         if isinstance(message, RestartDue):
             self._sup_timers.pop(message.key, None)
             if not self._sup_terminating:
@@ -262,7 +282,7 @@ class Supervisor(CoxActor):
         # A stopped child of that name (a transient one that ended normally) is replaced.
         self._sup_children.pop(spec.name, None)
         self._sup_children[spec.name] = child
-        self._sup_publish()
+        registry.put(self._sup_path, self.actor_ref, child.info(), last=True)
         return ref
 
     def _sup_spawn(self, child: _Child) -> pykka.ActorRef[Any]:
@@ -302,7 +322,7 @@ class Supervisor(CoxActor):
         if child is None:
             return False
         self._sup_stop_child(child, "shutdown")
-        self._sup_publish()
+        registry.drop(self._sup_path, self.actor_ref, name)
         return True
 
     def _sup_shutdown(self) -> None:
@@ -316,12 +336,12 @@ class Supervisor(CoxActor):
         for cancel in self._sup_timers.values():
             cancel()
         self._sup_timers.clear()
-        # Publish after each stop: a child stopping may still look up an older sibling (a session
+        # Unpublish after each stop: a child stopping may still look up an older sibling (a session
         # flushing to the store), which stays resolvable until its own turn comes.
         for child in reversed(list(self._sup_children.values())):
             self._sup_stop_child(child, "shutdown")
             del self._sup_children[child.spec.name]
-            self._sup_publish()
+            registry.drop(self._sup_path, self.actor_ref, child.spec.name)
         self._sup_by_urn.clear()
         registry.release(self._sup_path, self.actor_ref)
 
@@ -353,9 +373,10 @@ class Supervisor(CoxActor):
         if not _wants_restart(child.spec.restart, exit_):
             if child.spec.restart is Restart.TEMPORARY:
                 del self._sup_children[name]
+                registry.drop(self._sup_path, self.actor_ref, name)
             else:
                 child.state = STOPPED
-            self._sup_publish()
+                self._sup_publish(child)
             return
         backoff = child.spec.backoff_policy
         if backoff is None:
@@ -370,6 +391,7 @@ class Supervisor(CoxActor):
         for sibling in group:
             if sibling is not child and sibling.spec.restart is Restart.TEMPORARY:
                 del self._sup_children[sibling.spec.name]
+                registry.drop(self._sup_path, self.actor_ref, sibling.spec.name)
         group = [c for c in group if c is child or c.spec.restart is not Restart.TEMPORARY]
         delay = 0.0
         if backoff is not None:
@@ -394,7 +416,7 @@ class Supervisor(CoxActor):
         if delay <= 0:
             self._sup_restart(due)
             return
-        self._sup_publish()
+        self._sup_publish(*group)
         key = next(self._sup_timer_keys)
         self._sup_timers[key] = scheduler.call_later(delay, _teller(self.actor_ref, RestartDue(key, due)))
 
@@ -410,7 +432,7 @@ class Supervisor(CoxActor):
             if not self._sup_restart_one(child, pending[i + 1 :]):
                 break
         if not self._sup_terminating:
-            self._sup_publish()
+            self._sup_publish(*pending)
 
     def _sup_restart_one(self, child: _Child, rest: list[_Child]) -> bool:
         """Start ``child`` again; a start that raises is another failure. False when the rest of
@@ -455,13 +477,17 @@ class Supervisor(CoxActor):
         self._sup_shutdown()
         self._cox_fail(error)
 
-    def _sup_check(self) -> None:
+    def _sup_check(self, names: tuple[str, ...]) -> None:
         """Watchdog: a child whose ref is dead and whose report did not come (in time) was
-        killed. A child that reports gets REPORT_GRACE_S; one that cannot is judged at once."""
+        killed. A child that reports gets REPORT_GRACE_S; one that cannot is judged at once.
+        Looks only at the children named (the ones a probe or a lookup saw dead)."""
         if self._sup_terminating:
             return
         now = time.monotonic()
-        for child in list(self._sup_children.values()):
+        for name in names:
+            child = self._sup_children.get(name)
+            if child is None:
+                continue
             ref = child.ref
             if ref is None or ref.is_alive():
                 child.seen_dead_at = None
@@ -477,5 +503,9 @@ class Supervisor(CoxActor):
             log.warning("%s: child %s died without reporting", self._sup_path, child.spec.name)
             self._sup_child_exited(child, Exit(ref.actor_urn, str(ref), ExitKind.KILLED))
 
-    def _sup_publish(self) -> None:
-        registry.publish(self._sup_path, self.actor_ref, tuple(c.info() for c in self._sup_children.values()))
+    def _sup_publish(self, *children: _Child) -> None:
+        """Publish these children's current state (each still in the table; a removed one is
+        ``registry.drop``ped where it is removed)."""
+        for child in children:
+            if self._sup_children.get(child.spec.name) is child:
+                registry.put(self._sup_path, self.actor_ref, child.info())

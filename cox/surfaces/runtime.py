@@ -26,6 +26,11 @@ from cox.protocol.interfaces import Provider
 from cox.slim import dataclass
 from cox.supervisors import ChildSpec, Restart, shutdown, start_supervisor
 
+SESSION_START_TIMEOUT_S = 30.0
+"""How long ``open_session`` waits for the session supervisor to start the session. Starts are
+served one at a time (each O(1)), so a start asked together with a thousand others waits its turn
+behind them; the bound is there for a supervisor that hangs, not for that queue."""
+
 
 class App:
     """One process's supervisor tree. ``close()`` stops every actor (threads are non-daemon)."""
@@ -59,7 +64,7 @@ class App:
             lambda: SessionActor.start(settings, provider, tools, engine, self.store, [sink], holder, resumed, hooks,
                                        deferred),
             restart=Restart.TEMPORARY, shutdown_timeout=10.0,
-        ))
+        ), timeout=SESSION_START_TIMEOUT_S)
         return SessionHandle(self, settings.session_id, name, holder, events)
 
     def close(self, timeout: float = 10.0) -> None:

@@ -88,3 +88,14 @@ def test_sqlite_full_is_described(tmp_path: Path):
 
     text = describe("the session index", tmp_path / "cox.db", sqlite3.OperationalError("database or disk is full"))
     assert "database or disk is full" in text and "free some space" in text
+
+
+def test_presence_names_the_first_few_and_counts_them_all(store: StoreActor, tmp_path: Path):
+    ws = tmp_path / "many"
+    ws.mkdir()
+    for i in range(8):
+        store.on_receive(("open", {"id": f"S{i}", "cwd": str(ws)}, None))
+    found = store.on_receive(("open", {"id": "ME", "cwd": str(ws)}, None))
+    assert [o["session_id"] for o in found] == [f"S{i}" for i in range(presence.SHOWN)]
+    assert found.total == 8
+    assert presence.notice(found).startswith("8 other cox session(s)") and "and 3 more" in presence.notice(found)

@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS presence (
     worktree TEXT NOT NULL DEFAULT '',
     started REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS presence_workspace ON presence (workspace, pid);
 """
 
 
@@ -46,7 +47,7 @@ def worktree_of(workspace: Path) -> str:
     return ""
 
 
-def register(conn: sqlite3.Connection, session_id: str, workspace: str) -> list[dict[str, Any]]:
+def register(conn: sqlite3.Connection, session_id: str, workspace: str) -> Found:
     """Record this process's session in ``workspace`` and return the other live ones there."""
     conn.executescript(SCHEMA)
     ws = str(Path(workspace).resolve()) if workspace else ""
@@ -57,20 +58,53 @@ def register(conn: sqlite3.Connection, session_id: str, workspace: str) -> list[
     return others(conn, session_id, ws)
 
 
-def others(conn: sqlite3.Connection, session_id: str, workspace: str) -> list[dict[str, Any]]:
-    """Live sessions other than ``session_id`` in the same workspace; stale rows are swept."""
+SHOWN = 5
+"""How many of the other sessions the start-up notice names (and ``others`` returns)."""
+
+
+class Found(list[dict[str, Any]]):
+    """The first ``SHOWN`` other live sessions, and how many there are in all (``total``).
+
+    A list, so callers that only name them keep working; capped, so a process serving thousands
+    of sessions in one folder does not build thousands of rows for every one it opens."""
+
+    total: int = 0
+
+
+def others(conn: sqlite3.Connection, session_id: str, workspace: str) -> Found:
+    """Live sessions other than ``session_id`` in the same workspace; stale rows are swept.
+
+    Liveness is probed once per process, not per row, and only ``SHOWN`` rows are read: the cost
+    does not grow with the number of sessions one process holds there."""
     conn.executescript(SCHEMA)
-    rows = conn.execute(
-        "SELECT session_id, pid, workspace, worktree, started FROM presence WHERE workspace=? AND session_id!=?",
-        (workspace, session_id),
-    ).fetchall()
-    out: list[dict[str, Any]] = []
-    for sid, pid, ws, wt, started in rows:
-        if alive(int(pid)):
-            out.append({"session_id": sid, "pid": int(pid), "workspace": ws, "worktree": wt, "started": started})
-        else:
-            conn.execute("DELETE FROM presence WHERE session_id=? AND pid=?", (sid, pid))
-    return out
+    where = "workspace=? AND session_id!=?"
+    for pid in _pids(conn, workspace):
+        if not alive(int(pid)):
+            conn.execute(f"DELETE FROM presence WHERE {where} AND pid=?", (workspace, session_id, pid))
+    found = Found(
+        {"session_id": sid, "pid": int(pid), "workspace": ws, "worktree": wt, "started": started}
+        for sid, pid, ws, wt, started in conn.execute(
+            f"SELECT session_id, pid, workspace, worktree, started FROM presence WHERE {where} LIMIT ?",
+            (workspace, session_id, SHOWN),
+        )
+    )
+    # Counted on the (workspace, pid) index alone, then less this session's own row.
+    total = conn.execute("SELECT COUNT(*) FROM presence WHERE workspace=?", (workspace,)).fetchone()[0]
+    mine = conn.execute("SELECT COUNT(*) FROM presence WHERE session_id=? AND workspace=?",
+                        (session_id, workspace)).fetchone()[0]
+    found.total = int(total) - int(mine)
+    return found
+
+
+def _pids(conn: sqlite3.Connection, workspace: str) -> list[int]:
+    """The distinct pids with a row in ``workspace``: one index probe per pid, not a row scan."""
+    pids: list[int] = []
+    last = -1
+    while (row := conn.execute("SELECT pid FROM presence WHERE workspace=? AND pid>? ORDER BY pid LIMIT 1",
+                               (workspace, last)).fetchone()) is not None:
+        last = int(row[0])
+        pids.append(last)
+    return pids
 
 
 def unregister(conn: sqlite3.Connection, session_id: str) -> None:
@@ -80,7 +114,8 @@ def unregister(conn: sqlite3.Connection, session_id: str) -> None:
 
 def notice(found: list[dict[str, Any]]) -> str:
     """The start-up sentence naming the other live sessions."""
-    names = ", ".join(f"{o['session_id']} (pid {o['pid']})" for o in found[:5])
-    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    return (f"{len(found)} other cox session(s) are working in this folder: {names}{more}. Their changes are "
+    total = found.total if isinstance(found, Found) else len(found)
+    names = ", ".join(f"{o['session_id']} (pid {o['pid']})" for o in found[:SHOWN])
+    more = f" and {total - SHOWN} more" if total > SHOWN else ""
+    return (f"{total} other cox session(s) are working in this folder: {names}{more}. Their changes are "
             "not this session's: /rewind leaves files they (or you) changed since alone and reports a conflict")
