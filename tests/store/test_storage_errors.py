@@ -94,8 +94,8 @@ def test_presence_names_the_first_few_and_counts_them_all(store: StoreActor, tmp
     ws = tmp_path / "many"
     ws.mkdir()
     for i in range(8):
-        store.on_receive(("open", {"id": f"S{i}", "cwd": str(ws)}, None))
-    found = store.on_receive(("open", {"id": "ME", "cwd": str(ws)}, None))
+        store.on_receive(Open({"id": f"S{i}", "cwd": str(ws)}, None))
+    found = store.on_receive(Open({"id": "ME", "cwd": str(ws)}, None))
     assert [o["session_id"] for o in found] == [f"S{i}" for i in range(presence.SHOWN)]
     assert found.total == 8
     assert presence.notice(found).startswith("8 other cox session(s)") and "and 3 more" in presence.notice(found)
