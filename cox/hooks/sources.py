@@ -48,8 +48,10 @@ def project_files(cwd: Path) -> list[Path]:
 
 def read_hooks_object(path: Path) -> tuple[Any, str | None]:
     """The ``hooks`` of one settings file (JSON) or cox config (TOML); None when it has none."""
-    try:
-        raw = path.read_bytes()
+    from cox.config.readfile import read_settings_bytes
+
+    try:  # never a plain read: a repository's settings.json may be a link to /dev/zero or a FIFO
+        raw = read_settings_bytes(path)
     except FileNotFoundError:
         return None, None
     except OSError as exc:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cox.atomic import write_atomic
+from cox.config.readfile import read_settings_bytes
 
 TRUST_FILE = "hooks-trust.json"
 
@@ -57,9 +58,8 @@ def named_files(hooks: Any, root: Path) -> dict[str, str]:
                 candidate = os.path.realpath(os.path.join(root, part))
                 if not candidate.startswith(real_root + os.sep) or not os.path.isfile(candidate):
                     continue
-                try:
-                    with open(candidate, "rb") as f:
-                        out[candidate] = hashlib.sha256(f.read()).hexdigest()
+                try:  # a regular file of the repository, read with a size cap
+                    out[candidate] = hashlib.sha256(read_settings_bytes(Path(candidate))).hexdigest()
                 except OSError:
                     out[candidate] = "unreadable"
     return out
