@@ -22,5 +22,12 @@ def join_new_threads(before: set[threading.Thread], bound_s: float = BOUND_S) ->
     for thread in set(threading.enumerate()) - before:
         if thread is threading.current_thread():
             continue
-        thread.join(max(0.0, deadline - time.monotonic()))
+        while True:
+            try:
+                thread.join(max(0.0, deadline - time.monotonic()))
+                break
+            except RuntimeError:  # listed while it is still starting ("cannot join … before it is started")
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.005)
     return [t.name for t in set(threading.enumerate()) - before if t.is_alive()]
