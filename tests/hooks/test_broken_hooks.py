@@ -4,6 +4,7 @@ call it guards runs as if the hook were not there, and the person is told which 
 from __future__ import annotations
 
 import os
+import secrets
 import time
 
 import pytest
@@ -39,7 +40,7 @@ def test_garbage_from_other_events_is_ignored(rig: Rig, event: str) -> None:
 
 @pytest.mark.parametrize("sandbox", [True, False])
 def test_a_hook_that_hangs_is_stopped_at_its_timeout(rig: Rig, sandbox: bool) -> None:
-    tag = f"hookchild-{rig.tmp.name}"
+    tag = f"hookchild-{secrets.token_hex(6)}"  # its own: another suite may run this test beside it
     hang = rig.script("hang.sh", f"(exec -a {tag} sleep 300) &\nsleep 300")
     rig.hooks({"PreToolUse": one(hang, "Bash", timeout=1)}, extra="" if sandbox else "sandbox = false")
     started = time.monotonic()

@@ -280,7 +280,9 @@ def test_the_disguises_are_real_bash_runs_the_command_they_hide(case: tuple[str,
     (so the properties above are about lines that run the program, not lines that fail)."""
     line = case[0]
     assume(not any(u in line for u in UNRUNNABLE_HERE) and ("su -c" not in line or os.geteuid() == 0)
-           and ("runuser" not in line or os.geteuid() == 0))
+           and ("runuser" not in line or os.geteuid() == 0)
+           # env -i empties PATH, and env's default one has no /usr/sbin, where runuser lives
+           and not ("env -i" in line and "runuser" in line))
     # xargs hands its command an empty input, and a trap set while the EXIT trap runs never fires
     assume(not ("xargs" in line and any(s in line for s in ("<<", "|", " -s", " - ")))
            and line.count("trap") < 2)
