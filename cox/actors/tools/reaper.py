@@ -105,10 +105,6 @@ class Reaper:
         self._pipe = self._proc.stdin
         return self._pipe
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
 
 REAPER = Reaper()
 """This process's watcher (the pipe is per process: a forked child must not inherit it as its own)."""
