@@ -57,6 +57,7 @@ from cox.supervisors.actor import Exit, spawn_linked
 from cox.supervisors.timer import scheduler
 
 from . import history as h
+from .checkpointing import MARKER_WAIT_S, Said
 from .request import Assembler
 from .resume import Rebuilt
 from .state import Compaction, Turn
@@ -69,7 +70,6 @@ Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
 
 WATCHDOG_S = 0.5
-MARKER_WAIT_S = 2.0  # the most a turn end or a stop waits for the turn markers, in total
 """How often a running turn checks that its children are still alive."""
 
 ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
@@ -234,11 +234,10 @@ class SessionActor(CoxActor):
         self.jobs = Jobs()
         self.tmp = SessionTmp(settings.session_id)
         self.sandbox_warned = False
-        self.cp: Any = None
-        self.cp_state = "on" if settings.checkpoints else "off"
-        self.cp_lock = threading.Lock()
-        self.markers: list[threading.Thread] = []
-        self.marker_warnings: list[str] = []
+        from .checkpointing import SessionCheckpoints
+
+        self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
+                                              settings.checkpoints)
         self.storage_episode = 0  # the last storage failure reported (store.actor.StorageError)
         # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
         self.tool_extra: dict[str, Any] = {
@@ -322,8 +321,7 @@ class SessionActor(CoxActor):
         self._hook("SessionEnd", {"reason": "other"})
         self._cancel_questions("session_closed")
         self._settle_markers()
-        if self.cp is not None and not self.markers:  # never close it under a running marker
-            self.cp.close()
+        self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
@@ -685,35 +683,15 @@ class SessionActor(CoxActor):
         self.emit(m.Rewound(to_turn=sub.to_turn, what=sub.what))
 
     def _restore_code(self, to_turn: int, force: bool = False) -> bool:
-        """Put every file back as it was when ``to_turn`` began. The rewind's own writes are
-        checkpointed under the next turn number (the one the next turn will also use), so
-        rewinding to that turn brings the later state back."""
-        cp = self._checkpointer()
-        if cp is None:
-            self.emit(m.Notice(level="warning", message="cannot restore code: this session has no checkpoints"))
-            return False
-        from cox.actors.store.checkpoints import CheckpointError
+        done, said = self.checkpoints.restore(to_turn, self.last_turn + 1, force)
+        self._say(said)
+        if done:
+            self.reads.clear()
+        return done
 
-        try:
-            restored = cp.restore(self.s.session_id, to_turn, self.last_turn + 1, force=force)
-        except CheckpointError as exc:
-            self.emit(m.Notice(level="error", message=f"rewind failed, nothing was changed: {exc}"))
-            return False
-        self.reads.clear()
-        message = f"restored {len(restored)} file(s) to how they were before turn {to_turn}"
-        if restored:
-            message += ": " + ", ".join(restored[:20]) + (" …" if len(restored) > 20 else "")
-        for path, why in getattr(restored, "not_restorable", {}).items():
-            message += f"\nnot restored: {path} ({why})"
-        self.emit(m.Notice(level="info", message=message))
-        conflicts = getattr(restored, "conflicts", {})
-        if conflicts:
-            lines = "".join(f"\n  {path}: {why}" for path, why in sorted(conflicts.items())[:50])
-            more = f"\n  … and {len(conflicts) - 50} more" if len(conflicts) > 50 else ""
-            self.emit(m.Notice(level="warning", message=(
-                f"rewind conflict: {len(conflicts)} file(s) changed by someone else since this session changed "
-                f"them were left alone:{lines}{more}\n/rewind {to_turn} --force overwrites them")))
-        return True
+    def _say(self, said: Said) -> None:
+        for level, message in said:
+            self.emit(m.Notice(level=level, message=message))
 
     def _sub_shutdown(self, sub: m.Shutdown) -> None:
         self.stop()
@@ -767,40 +745,10 @@ class SessionActor(CoxActor):
         self._mark(turn.turn, text)
 
     def _mark(self, turn: int, text: str) -> None:
-        """The turn's /rewind marker, written on a short thread of its own: the first one also
-        makes the checkpointer (git --version, the db connection, 5–20 ms), and the reply's first
-        deltas must not queue behind it on this thread. The checkpointer is thread-safe; a
-        warning waits in ``marker_warnings`` so that only this thread emits."""
-        if self.cp_state == "off":
-            return
-        notify = self.marker_warnings.append  # emitted by _settle_markers, on this thread
-
-        def work() -> None:
-            from cox.actors.store.checkpoints import CheckpointError
-
-            cp = self._checkpointer(notify)
-            if cp is None:
-                return
-            try:
-                cp.marker(self.s.session_id, turn, text)
-            except CheckpointError as exc:
-                notify(f"checkpoint marker failed: {exc}")
-
-        thread = threading.Thread(target=work, name=f"cox-marker-{turn}", daemon=True)
-        self.markers.append(thread)
-        thread.start()
+        self.checkpoints.mark(turn, text)
 
     def _settle_markers(self, within_s: float = MARKER_WAIT_S) -> None:
-        """Wait for the markers (one db row each) and show their warnings: called before a
-        turn's turn_done, so a warning is part of its turn, and before a rewind reads the
-        markers. Bounded in total, so a stuck disk or a locked database cannot hold up a turn's
-        end or the session's stop; a marker still running is waited for the next time."""
-        deadline = time.monotonic() + within_s
-        for thread in self.markers:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        self.markers = [t for t in self.markers if t.is_alive()]
-        while self.marker_warnings:
-            self.emit(m.Notice(level="warning", message=self.marker_warnings.pop(0)))
+        self._say(self.checkpoints.settle(within_s))
 
     def _sample(self, turn: Turn) -> None:
         if turn.scope.cancelled:
@@ -1053,28 +1001,6 @@ class SessionActor(CoxActor):
             raise RuntimeError("the store is not running")
         return str(store.ask(sm.ArchivePut(data), timeout=30))
 
-    def _checkpointer(self, notify: Callable[[str], None] | None = None) -> Any:
-        """The session's checkpointer, made on first need (by this thread or a marker thread,
-        hence the lock); None (after one warning, through ``notify`` off this thread) without git."""
-        with self.cp_lock:
-            if self.cp_state == "off":
-                return None
-            if self.cp is None:
-                from cox.actors.store.checkpoints import Checkpointer
-                from cox.actors.store.layout import Layout, cox_home
-
-                ok, why = Checkpointer.available()
-                if not ok:
-                    self.cp_state = "off"
-                    warning = f"no checkpoints in this session ({why}); /rewind cannot restore code"
-                    if notify is None:
-                        self.emit(m.Notice(level="warning", message=warning))
-                    else:
-                        notify(warning)
-                    return None
-                self.cp = Checkpointer(Layout(self.s.cox_home or cox_home()), self.s.roots[0])
-            return self.cp
-
     def _warn_sandbox_once(self) -> None:
         if self.sandbox_warned or self.s.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
             return
@@ -1092,9 +1018,12 @@ class SessionActor(CoxActor):
         if call.name == "bash":
             self._warn_sandbox_once()
         env = self._env(turn, call)
-        cp = self._checkpointer() if call.risk is not Risk.READ_ONLY else None
-        if cp is not None:
-            env.extra = {**env.extra, "checkpoint": (cp, self.s.session_id, turn.turn)}
+        if call.risk is not Risk.READ_ONLY:
+            said: Said = []
+            checkpoint = self.checkpoints.for_call(turn.turn, said)
+            self._say(said)
+            if checkpoint is not None:
+                env.extra = {**env.extra, "checkpoint": checkpoint}
         if not (self.tools[call.name].parallel and call.risk is Risk.READ_ONLY):
             try:
                 self.reads.invalidate(self.tools[call.name].writes(call, env))
