@@ -16,6 +16,7 @@ from typing import Any
 
 import pykka
 
+from cox.actors.session.messages import ToolDone
 from cox.policy.paths import PathEscape
 from cox.protocol.types import ToolCall, ToolResult, ToolStatus
 from cox.supervisors import CoxActor
@@ -47,8 +48,7 @@ class ToolCallActor(CoxActor):
                 result = self._run()
             else:
                 result, files = self._run_checkpointed(checkpoint)
-            self.reply_to.tell(("tool_done", self.gen, self.call.id, result, (time.monotonic() - started) * 1000,
-                                files))
+            self.reply_to.tell(ToolDone(self.gen, self.call.id, result, (time.monotonic() - started) * 1000, files))
             self.stop()
         return None
 
