@@ -85,6 +85,13 @@ def test_bad_input(env: ToolEnv) -> None:
         search(env, "x", max_results=0)
 
 
+def test_the_services_cannot_be_written_by_a_tool(env: ToolEnv) -> None:
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        env.services.loaded = frozenset({"definition"})  # type: ignore[misc]
+
+
 def test_contract(env: ToolEnv) -> None:
     call = ToolSearchTool().describe(ToolCall(id="t", name="tool_search", input={"query": "x"}), env)
     assert call.risk is Risk.READ_ONLY

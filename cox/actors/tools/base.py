@@ -53,7 +53,7 @@ class ToolInputError(ValueError):
     """The model sent input the tool cannot use; the message goes back to the model."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeferredTool:
     """A tool ``tool_search`` can enable: its name and the description it is found by."""
 
@@ -61,12 +61,12 @@ class DeferredTool:
     description: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ToolServices:
     """The session's services a tool may use, one field each. The defaults are what a tool run
     outside a session gets: the workspace-write sandbox, no background jobs, no archive, nothing
-    deferred, no one to ask. Services are shared by the session's calls and never written by a
-    tool; a tool answers through its result."""
+    deferred, no one to ask. Shared by the session's calls and frozen: a tool cannot write session
+    state through it; it answers through its result."""
 
     sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
     writable_roots: tuple[Path, ...] = ()
