@@ -156,6 +156,8 @@ class ToolServer:
             result = execute(tool, call, env, archive=self.archive, limits=self.limits).result
         finally:
             reap(env.processes)
+        if not result.ok:
+            log.info("mcp serve: %s ended %s: %s", name, result.status.value, result.visible[:200])
         if cancel.cancelled and result.status is ToolStatus.OK:
             return ToolResult.aborted()
         return result
