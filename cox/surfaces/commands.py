@@ -7,13 +7,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.actors.store.layout import Layout, cox_home
 from cox.slim import dataclass
 
 from .cli import EXIT_USAGE
 from .home import home_problem
+
+if TYPE_CHECKING:
+    from cox.actors.tools.base import BaseTool
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -129,7 +132,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
 
 
 def session_tools(app: Any, prep: Prepared, *,
-                  interactive: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+                  interactive: bool = False) -> tuple[dict[str, BaseTool], dict[str, BaseTool]]:
     """The built-in tools, plus those of the configured MCP servers (started under the app's
     ``mcp`` supervisor; a server that fails is a warning and an absence) and the two resource
     tools (``list_mcp_resources``, ``read_mcp_resource``). The MCP SDK is imported only when a
@@ -339,7 +342,7 @@ def cmd_interactive(args: Any) -> int:
         app.close()
 
 
-def _tools() -> dict[str, Any]:
+def _tools() -> dict[str, BaseTool]:
     from cox.actors.tools.registry import builtin_tools
 
     return builtin_tools()

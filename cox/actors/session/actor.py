@@ -32,8 +32,9 @@ import pykka
 
 from cox.actors.provider.stream import ProviderStreamActor, StreamResult
 from cox.actors.store import messages as sm
-from cox.actors.tools.base import BaseTool, ToolEnv
+from cox.actors.tools.base import BaseTool, DeferredTool, ToolEnv, ToolServices
 from cox.actors.tools.call_actor import ToolCallActor
+from cox.actors.tools.deferred import activated
 from cox.log import get_logger
 from cox.policy.redact import Carry, scrub
 from cox.protocol import messages as m
@@ -239,17 +240,15 @@ class SessionActor(CoxActor):
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints)
         self.storage_episode = 0  # the last storage failure reported (store.actor.StorageError)
-        # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
-        self.tool_extra: dict[str, Any] = {
-            "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
-            "network": settings.network, "jobs": self.jobs, "archive": self._archive_put,
-            "todos": [], "deferred_tools": [{"name": t.name, "description": t.description}
-                                            for t in (deferred or {}).values()],
-            "activated_tools": [],
-            "ask": self._ask_from_thread,
-            "session_tmp": self.tmp, "read_deny": read_deny_patterns(getattr(engine, "deny", ())),
-            "cox_home": settings.cox_home, "env_keep": list(settings.env_keep),
-        }
+        # The session's services its tools use (background jobs, sandbox settings, the archive).
+        self.tool_services = ToolServices(
+            sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
+            network=settings.network, jobs=self.jobs, archive=self._archive_put,
+            deferred_tools=tuple(DeferredTool(t.name, t.description) for t in (deferred or {}).values()),
+            ask=self._ask_from_thread, session_tmp=self.tmp,
+            read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
+            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
+        )
         # MCP elicitations being asked (see questions.py): by dialogue, and the open question's id.
         self.dialogues: dict[int, OpenDialogue] = {}
         self.open_questions: dict[str, int] = {}
@@ -266,7 +265,6 @@ class SessionActor(CoxActor):
 
             for name in used_in(self.history, self.deferred):  # loaded again, as before the resume
                 self.tools[name] = self.deferred[name]
-                self.tool_extra["activated_tools"].append(name)
         from cox.actors.tools.registry import specs
 
         self.assembler = Assembler(settings.model, specs(tools), settings.cwd,
@@ -562,7 +560,7 @@ class SessionActor(CoxActor):
 
     def _ask_from_thread(self, request: dict[str, Any]) -> concurrent.futures.Future[dict[str, Any]]:
         """Called by an McpServer connection's loop thread when its server elicits during one of
-        this session's calls (``env.extra["ask"]``). The returned future settles with the
+        this session's calls (``env.services.ask``). The returned future settles with the
         ``ElicitResult`` fields; cancelling it (the server withdrew the request, the call ended)
         withdraws the open question."""
         reply: concurrent.futures.Future[dict[str, Any]] = concurrent.futures.Future()
@@ -992,7 +990,8 @@ class SessionActor(CoxActor):
             roots=self.s.roots, cwd=self.s.cwd, cancel=scope, processes=turn.processes if turn else [],
             output=lambda chunk: me.tell(("tool_output", gen, call.id, chunk)),
             bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
-            extra=self.tool_extra, reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
+            services=replace(self.tool_services, loaded=frozenset(n for n in self.deferred if n in self.tools)),
+            reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
 
     def _archive_put(self, data: bytes) -> str:
@@ -1023,7 +1022,7 @@ class SessionActor(CoxActor):
             checkpoint = self.checkpoints.for_call(turn.turn, said)
             self._say(said)
             if checkpoint is not None:
-                env.extra = {**env.extra, "checkpoint": checkpoint}
+                env.checkpoint = checkpoint
         if not (self.tools[call.name].parallel and call.risk is Risk.READ_ONLY):
             try:
                 self.reads.invalidate(self.tools[call.name].writes(call, env))
@@ -1067,7 +1066,7 @@ class SessionActor(CoxActor):
         if files:
             self.emit(m.CheckpointEvent(turn=turn.turn, call_id=call_id, files=files))
         if call.name == "tool_search":
-            self._activate_deferred()
+            self._activate_deferred(activated(result))
         if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
             self.emit(m.Notice(level="warning", message=result.meta["notice"]))
         if self.hooks is not None:  # only for calls that really ran
@@ -1152,10 +1151,10 @@ class SessionActor(CoxActor):
             block["_label"] = f"{call.name} {call.subject}".strip()
         return block
 
-    def _activate_deferred(self) -> None:
-        """Deferred tools chosen through tool_search join the tool set. That changes system[0],
-        so every cached prefix is invalidated once: say so."""
-        names = [n for n in self.tool_extra.get("activated_tools", []) if n in self.deferred and n not in self.tools]
+    def _activate_deferred(self, chosen: list[str]) -> None:
+        """Deferred tools chosen through tool_search (its result names them) join the tool set.
+        That changes system[0], so every cached prefix is invalidated once: say so."""
+        names = [n for n in dict.fromkeys(chosen) if n in self.deferred and n not in self.tools]
         if not names:
             return
         for name in names:
