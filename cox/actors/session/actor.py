@@ -237,7 +237,7 @@ class SessionActor(CoxActor):
         from .checkpointing import SessionCheckpoints
 
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
-                                              settings.checkpoints)
+                                              settings.checkpoints, store)
         self.storage_episode = 0  # the last storage failure reported (store.actor.StorageError)
         # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
         self.tool_extra: dict[str, Any] = {
