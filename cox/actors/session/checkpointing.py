@@ -2,9 +2,9 @@
 
 Kept out of the session actor so the turn loop does not carry the checkpointer's life cycle
 (made on first need, off without git, closed at the end) or the marker writes. Nothing here
-writes cox.db: the markers, like the checkpointer's rows, are messages to the store actor. Nothing here
-emits: what the person must hear comes back as ``(level, message)`` notices that the session
-emits on its own thread, in its turn.
+writes cox.db and no thread is started: the markers, like the checkpointer's rows, are messages
+to the store actor, cox.db's one writer. Nothing here emits: what the person must hear comes
+back as ``(level, message)`` notices that the session emits on its own thread, in its turn.
 """
 
 from __future__ import annotations
