@@ -70,3 +70,27 @@ def test_markers_through_a_real_store_are_in_the_timeline(tmp_path: Path, layout
     finally:
         if ref.is_alive():
             ref.stop(timeout=30)
+
+
+def test_without_a_running_store_a_checkpoint_is_a_clear_error_and_nothing_is_written(layout: Layout,
+                                                                                       ws: Path) -> None:
+    """The checkpointer never falls back to writing cox.db itself: no store, no rows — and the
+    caller (the ToolCall) turns the error into a note on the call's result."""
+    import pytest
+
+    from cox.actors.store.checkpoints import Checkpointer, CheckpointError
+
+    (ws / "a.txt").write_text("one")
+    ref = StoreActor.start(layout)
+    cp = Checkpointer(layout, ws, store=lambda: ref)
+    assert cp.pre_images("S", 1, "c1", [ws / "a.txt"]) == ["a.txt"]
+    ref.stop(timeout=30)
+    with pytest.raises(CheckpointError, match="the store stopped before it recorded the checkpoint"):
+        cp.pre_images("S", 2, "c2", [ws / "a.txt"])
+    gone = Checkpointer(layout, ws, store=lambda: None)
+    with pytest.raises(CheckpointError, match="the store is not running"):
+        gone.pre_images("S", 3, "c3", [ws / "a.txt"])
+    rows = cp._db().execute("SELECT turn FROM checkpoints WHERE session_id='S' AND kind!='marker'").fetchall()
+    assert rows == [(1,)]
+    cp.close()
+    gone.close()
