@@ -238,7 +238,7 @@ class SessionActor(CoxActor):
         from .checkpointing import SessionCheckpoints
 
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
-                                              settings.checkpoints)
+                                              settings.checkpoints, store)
         self.storage_episode = 0  # the last storage failure reported (store.actor.StorageError)
         # The session's services its tools use (background jobs, sandbox settings, the archive).
         self.tool_services = ToolServices(
@@ -638,24 +638,13 @@ class SessionActor(CoxActor):
             _resolve(state.reply, {"action": "cancel"})
 
     def _open_url(self, url: str, source: str) -> None:
-        """Open the browser off the actor's thread; say so if it could not be opened."""
+        """Open the browser in a child actor of this session (opener.py); it says so if it could
+        not. Its exit report (key kind "open_url", gen -1) matches no turn: nothing to do."""
+        from .opener import UrlOpener
         from .questions import open_in_browser
 
         opener = self.s.open_url or open_in_browser
-        me = self.actor_ref
-
-        def run() -> None:
-            try:
-                why = opener(url)
-            except Exception as exc:  # noqa: BLE001 - a broken opener is a notice, not a crash
-                why = str(exc)
-            if why:
-                try:
-                    me.tell(("url_not_opened", source, url, why))
-                except pykka.ActorDeadError:
-                    pass
-
-        threading.Thread(target=run, name="cox-open-url", daemon=True).start()
+        self._spawn(("open_url", -1, url), lambda: UrlOpener.start(opener, url, source, self.actor_ref))
 
     def _on_url_not_opened(self, source: str, url: str, why: str) -> None:
         self.emit(m.Notice(level="warning", message=f"could not open the browser for {source} ({why}); "
