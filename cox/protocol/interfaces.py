@@ -1,7 +1,8 @@
 """The seams between the core and the outside world, as ``typing.Protocol`` classes.
 
-The session is written against these, so a test can hand it a scripted provider, a tool that
-raises, or an in-memory archive without touching the real implementations.
+The session is written against these, so a test can hand it a scripted provider or an
+in-memory archive without touching the real implementations. A tool has no Protocol here: its
+one definition is ``cox.actors.tools.base.BaseTool`` (the choke point relies on its defaults).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from .model import ModelRequest, StreamDelta
-from .types import Risk, ToolCall, ToolResult
 
 
 class CancelToken(Protocol):
@@ -29,35 +29,6 @@ class Provider(Protocol):
     name: str
 
     def stream(self, request: ModelRequest, cancel: CancelToken) -> Iterator[StreamDelta]: ...
-
-
-class ToolContext(Protocol):
-    """What a tool may use while it runs: the workspace roots, the cancel token, a way to
-    stream progress, the archive and the session's sandbox settings."""
-
-    @property
-    def roots(self) -> list[str]: ...
-
-    @property
-    def cwd(self) -> str: ...
-
-    @property
-    def cancel(self) -> CancelToken: ...
-
-    def output(self, chunk: str) -> None: ...
-
-
-class Tool(Protocol):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    parallel: bool
-
-    def risk(self, call_input: dict[str, Any]) -> Risk: ...
-
-    def subject(self, call_input: dict[str, Any], ctx: ToolContext) -> str: ...
-
-    def call(self, call: ToolCall, ctx: ToolContext) -> ToolResult: ...
 
 
 class Archive(Protocol):

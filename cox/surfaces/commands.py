@@ -7,13 +7,16 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.actors.store.layout import Layout, cox_home
 from cox.slim import dataclass
 
 from .cli import EXIT_USAGE
 from .home import home_problem
+
+if TYPE_CHECKING:
+    from cox.actors.tools.base import BaseTool
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -129,7 +132,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
 
 
 def session_tools(app: Any, prep: Prepared, *,
-                  interactive: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+                  interactive: bool = False) -> tuple[dict[str, BaseTool], dict[str, BaseTool]]:
     """The built-in tools, plus those of the configured MCP servers (started under the app's
     ``mcp`` supervisor; a server that fails is a warning and an absence) and the two resource
     tools (``list_mcp_resources``, ``read_mcp_resource``). The MCP SDK is imported only when a
@@ -339,7 +342,7 @@ def cmd_interactive(args: Any) -> int:
         app.close()
 
 
-def _tools() -> dict[str, Any]:
+def _tools() -> dict[str, BaseTool]:
     from cox.actors.tools.registry import builtin_tools
 
     return builtin_tools()
@@ -362,18 +365,22 @@ def _claim(layout: Layout, session_id: str, fork: bool) -> str:
 
 
 def _latest_session(layout: Layout, cwd: Path) -> str | None:
+    import sqlite3
+
     from cox.actors.store import db
 
     if not layout.db.exists():
         return None
-    conn = db.connect(layout.db)
+    conn = db.connect_ro(layout.db)  # a surface only reads: the store actor is cox.db's writer
     try:
-        for row in db.list_sessions(conn, limit=1000):
-            if row["cwd"] == str(cwd):
-                return str(row["id"])
+        rows = db.list_sessions(conn, limit=1000)
+    except sqlite3.Error as exc:
+        if not db.missing_table(exc):
+            raise
+        rows = []
     finally:
         conn.close()
-    return None
+    return next((str(row["id"]) for row in rows if row["cwd"] == str(cwd)), None)
 
 
 def reading_store(command: Any, args: Any) -> int:
@@ -392,6 +399,8 @@ def reading_store(command: Any, args: Any) -> int:
 
 
 def cmd_sessions(args: Any) -> int:
+    import sqlite3
+
     from cox.actors.store import db
     from cox.policy.redact import scrub
     from cox.policy.sanitize import sanitize
@@ -400,9 +409,13 @@ def cmd_sessions(args: Any) -> int:
     if not layout.db.exists():
         print("no sessions yet")
         return 0
-    conn = db.connect(layout.db)
+    conn = db.connect_ro(layout.db)
     try:
         rows = db.list_sessions(conn, limit=args.limit if not args.grep else 100_000)
+    except sqlite3.Error as exc:
+        if not db.missing_table(exc):
+            raise
+        rows = []
     finally:
         conn.close()
     shown = 0
@@ -459,17 +472,23 @@ def cmd_expand(args: Any) -> int:
     """Print an archived tool output: its exact bytes when stdout is a file or a pipe (expand is
     lossless), and sanitised text on a terminal (the output is a tool's, and may carry escape
     sequences that would act on the terminal)."""
+    import sqlite3
+
     from cox.actors.store import archive, db
 
     layout = Layout(cox_home())
     archive_id = args.id.lstrip("#")
     if not layout.db.exists():
         return fail(f"no archived output with id {archive_id}")
-    conn = db.connect(layout.db)
+    conn = db.connect_ro(layout.db)
     try:
         data = archive.get(conn, layout.archive, archive_id)
     except archive.ArchiveMissing as exc:
         return fail(str(exc.args[0]))
+    except sqlite3.Error as exc:
+        if not db.missing_table(exc):
+            raise
+        return fail(f"no archived output with id {archive_id}")
     finally:
         conn.close()
     if args.lines:

@@ -77,8 +77,10 @@ def db_problem(db: Path, *, deep: bool = False) -> str | None:
     if deep:
         import sqlite3
 
+        from cox.actors.store.db import connect_ro
+
         try:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            conn = connect_ro(db)  # read-only, and a path with '?' or '#' is quoted
             try:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 conn.execute("PRAGMA quick_check(1)").fetchone()

@@ -10,9 +10,14 @@ the same names, descriptions and input schemas the model sees. Every call
 - goes through the same permission engine as a session (``build_engine``), decided with the
   configured ``permissions.mode`` and the approval policy ``never``: there is no one to ask, so
   what would ask is refused, and the refusal (with the engine's reason) is an error result;
-- returns the tool's text (capped to head and tail like a session's view of a big output) and
-  its images as MCP content, ``isError`` on an error, a refusal or an aborted call. Output the
-  tool streams while it runs (bash) becomes progress notifications when the client asked for them.
+- runs through the same choke point as a session's calls (``cox.actors.tools.execute``): every
+  result is archived whole in ``$COX_HOME`` (through a store actor of its own, the one writer of
+  cox.db, started on the first call) and a big one is capped to head and tail around its archive
+  id, so ``cox expand ID`` gives back what the client was not shown. There is no session to
+  rewind, so nothing is checkpointed;
+- returns the tool's text and its images as MCP content, ``isError`` on an error, a refusal or an
+  aborted call. Output the tool streams while it runs (bash) becomes progress notifications when
+  the client asked for them.
 
 Tools that only make sense inside a session (``todo_write``, ``tool_search``) are not served.
 stdout carries the protocol only: logs go to ``$COX_HOME/logs`` (and stderr with ``cox --verbose``)
@@ -27,8 +32,8 @@ import argparse
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +63,40 @@ class ToolServer:
         self.approval = ApprovalPolicy.NEVER
         self.sandbox_mode = SandboxMode(config.sandbox.mode)
         t = config.tools
-        self.limits = {"visible_max_bytes": t.visible_max_bytes, "head": t.output_head_lines,
-                       "tail": t.output_tail_lines}
+        self.limits = {"visible_max_bytes": t.visible_max_bytes, "output_head_lines": t.output_head_lines,
+                       "output_tail_lines": t.output_tail_lines}
+        self._app: Any = None
+        self._app_lock = threading.Lock()
+        self._closed = False
+
+    # --- the archive ----------------------------------------------------------------------------
+
+    def archive(self, data: bytes) -> str:
+        """Keep ``data`` whole in ``$COX_HOME``'s archive; its id. The store actor (the only writer
+        of cox.db) is started on first use, in a supervisor tree of this process's own."""
+        from cox.actors.store import messages as sm
+
+        with self._app_lock:
+            if self._closed:
+                raise RuntimeError("cox mcp serve is closing")
+            if self._app is None:
+                from cox.actors.store.layout import cox_home
+
+                from .runtime import App
+
+                self._app = App(cox_home())
+            store = self._app.store()
+        if store is None:
+            raise RuntimeError("the store is not running")
+        return str(store.ask(sm.ArchivePut(data), timeout=30))
+
+    def close(self) -> None:
+        """Stop the store actor (its threads would keep the process alive)."""
+        with self._app_lock:
+            self._closed = True
+            app, self._app = self._app, None
+        if app is not None:
+            app.close()
 
     # --- what a client sees ------------------------------------------------------------------
 
@@ -77,22 +114,25 @@ class ToolServer:
     # --- one call (runs in a worker thread) -----------------------------------------------------
 
     def env(self, cancel: Any, output: Any = None) -> Any:
-        from cox.actors.tools.base import ToolEnv
+        from cox.actors.tools.base import ToolEnv, ToolServices
+        from cox.policy.sandbox import read_deny_patterns
 
         box = self.config.sandbox
         t = self.config.tools
+        services = ToolServices(sandbox_mode=self.sandbox_mode,
+                                writable_roots=tuple(Path(p).expanduser() for p in box.writable_roots),
+                                network=bool(box.network), archive=self.archive,
+                                read_deny=tuple(read_deny_patterns(getattr(self.engine, "deny", ()))))
         return ToolEnv(roots=[self.cwd], cwd=self.cwd, cancel=cancel,
                        output=output or (lambda chunk: None),
                        bash_timeout_s=float(t.bash_timeout_s), bash_max_timeout_s=float(t.bash_max_timeout_s),
-                       home=self.home, reads=self.engine.read_guard(),
-                       extra={"sandbox_mode": self.sandbox_mode,
-                              "writable_roots": [Path(p).expanduser() for p in box.writable_roots],
-                              "network": bool(box.network)})
+                       home=self.home, reads=self.engine.read_guard(), services=services)
 
     def call(self, name: str, arguments: dict[str, Any], cancel: Any, output: Any = None) -> Any:
         """Run one call to the end; never raises. Returns a ``ToolResult``."""
         from cox.actors.tools.base import ToolInputError
         from cox.actors.tools.bash import reap
+        from cox.actors.tools.execute import execute
         from cox.policy.paths import PathEscape
         from cox.protocol.types import ToolCall, ToolResult, ToolStatus, new_ulid
 
@@ -113,28 +153,14 @@ class ToolServer:
         if outcome.kind != "allow":
             return ToolResult.denied(f"refused: {outcome.reason}")
         try:
-            result = tool.call(call, env)
-        except (ToolInputError, PathEscape) as exc:
-            return ToolResult.error(str(exc))
-        except Exception as exc:  # noqa: BLE001 - a tool bug is an error result, not a dead server
-            log.exception("mcp serve: %s failed", name)
-            return ToolResult.error(f"{name} failed: {type(exc).__name__}: {exc}")
+            result = execute(tool, call, env, archive=self.archive, limits=self.limits).result
         finally:
             reap(env.processes)
+        if not result.ok:
+            log.info("mcp serve: %s ended %s: %s", name, result.status.value, result.visible[:200])
         if cancel.cancelled and result.status is ToolStatus.OK:
             return ToolResult.aborted()
-        return self.cap(result)
-
-    def cap(self, result: Any) -> Any:
-        from cox.actors.tools.visible import cap, needs_cap
-
-        max_bytes = int(self.limits["visible_max_bytes"])
-        if result.archive_id is not None or not needs_cap(result.visible, max_bytes):
-            return result
-        shown = cap(result.visible, "unavailable", head=int(self.limits["head"]), tail=int(self.limits["tail"]),
-                    max_bytes=max_bytes)
-        note = "\n[cox mcp serve keeps no archive: narrow the command or read the file in parts]"
-        return replace(result, visible=shown + note, total_bytes=len(result.visible.encode("utf-8", "replace")))
+        return result
 
 
 def to_mcp(result: Any) -> Any:
@@ -288,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        tools.close()
         wire.restore()
     return 0
 

@@ -21,6 +21,7 @@ from cox.actors.session.actor import ScopeHolder, SessionActor, SessionSettings
 from cox.actors.session.resume import Rebuilt
 from cox.actors.store.actor import StoreActor
 from cox.actors.store.layout import Layout
+from cox.actors.tools.base import BaseTool
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Provider
 from cox.slim import dataclass
@@ -49,9 +50,9 @@ class App:
     def store(self) -> pykka.ActorRef[Any] | None:
         return self.root.whereis("store")
 
-    def open_session(self, settings: SessionSettings, provider: Provider, tools: dict[str, Any], engine: Any,
+    def open_session(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
                      resumed: Rebuilt | None = None, hooks: Any = None,
-                     deferred: dict[str, Any] | None = None) -> SessionHandle:
+                     deferred: dict[str, BaseTool] | None = None) -> SessionHandle:
         events: queue.Queue[tuple[Any, str]] = queue.Queue()
         holder = ScopeHolder()
         name = f"session:{settings.session_id}"

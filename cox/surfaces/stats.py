@@ -19,11 +19,23 @@ def _since(period: str, now: float | None = None) -> float:
 
 
 def run(args: Any) -> int:
+    import sqlite3
+
+    try:
+        return _run(args)
+    except sqlite3.Error as exc:
+        if not db.missing_table(exc):
+            raise
+        print("no usage recorded yet")  # a cox.db the store has not filled in yet
+        return 0
+
+
+def _run(args: Any) -> int:
     layout = Layout(cox_home())
     if not layout.db.exists():
         print("no usage recorded yet")
         return 0
-    conn = db.connect(layout.db)
+    conn = db.connect_ro(layout.db)  # read-only: the store actor is cox.db's writer
     try:
         if getattr(args, "cache", False):
             rows = db.cache_by_session(conn)

@@ -76,7 +76,8 @@ def test_mode_is_recorded(cp: Checkpointer, ws: Path):
 
 
 def test_writes_alongside_the_store_connection(cp: Checkpointer, ws: Path, layout: Layout):
-    """The store actor keeps writing cox.db while a ToolCall thread records pre-images."""
+    """Another writer (a second process's store) keeps writing cox.db while a ToolCall thread
+    records pre-images through this process's store."""
     other = db.connect(layout.db)
     stop = threading.Event()
 

@@ -23,7 +23,7 @@ from cox.actors.mcp import resource_tools
 from cox.actors.mcp.config import McpServerSpec, Origin
 from cox.actors.mcp.supervisor import Backoff, McpManager, start_mcp
 from cox.actors.mcp.trust import TrustStore
-from cox.actors.tools.base import ToolEnv
+from cox.actors.tools.base import ToolEnv, ToolServices
 from cox.actors.tools.registry import builtin_tools
 from cox.protocol import messages as m
 from cox.protocol.types import PermissionMode, ToolCall, ToolStatus
@@ -181,7 +181,7 @@ def test_without_a_person_the_client_declares_no_elicitation_and_declines(app: A
 
 def call(tool: Any, **inp: Any) -> Any:
     env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope(),
-                  extra={"archive": lambda data: f"A{len(data)}"})
+                  services=ToolServices(archive=lambda data: f"A{len(data)}"))
     return tool.call(ToolCall(id="r", name=tool.name, input=inp), env)
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from cox.actors.mcp.config import McpServerSpec, Origin
 from cox.actors.mcp.supervisor import Backoff, McpManager, start_mcp
-from cox.actors.tools.base import ToolEnv
+from cox.actors.tools.base import ToolEnv, ToolServices
 from cox.protocol.types import Risk, ToolCall, ToolStatus
 from cox.supervisors import CancelScope, SupervisorHandle
 
@@ -129,7 +129,7 @@ def test_structured_content_and_a_tool_error(mcp: McpManager) -> None:
 def resource_call(mcp: McpManager, tool: str, **inp: object):
     from cox.actors.mcp import resource_tools
 
-    env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope(), extra={"archive": lambda d: "X"})
+    env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope(), services=ToolServices(archive=lambda d: "X"))
     return resource_tools(mcp)[tool].call(ToolCall(id="r", name=tool, input=dict(inp)), env)
 
 

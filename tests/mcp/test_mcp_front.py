@@ -131,7 +131,10 @@ def test_the_handover_replays_the_handshake_and_hides_its_answer(tmp_path: Path)
             if out.getvalue().count(b"\n") >= 2:
                 answered.set()
 
-    anyio.run(serve, tools, mcp_front.ReplayIn(first, Held()), Out(out))  # type: ignore[arg-type]
+    try:
+        anyio.run(serve, tools, mcp_front.ReplayIn(first, Held()), Out(out))  # type: ignore[arg-type]
+    finally:
+        tools.close()  # the store actor the call's archiving started
     answers = sorted((json.loads(line) for line in out.getvalue().splitlines()), key=lambda a: a["id"])
     assert [a["id"] for a in answers] == [4, 5]  # the replayed initialize's answer never reaches the client
     assert "alpha" in answers[0]["result"]["content"][0]["text"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types
+import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -124,14 +125,44 @@ def test_unknown_tool_and_bad_input_are_error_results(tmp_path: Path) -> None:
     assert not after.is_error  # the server is still there
 
 
-def test_a_big_output_is_capped_head_and_tail(tmp_path: Path) -> None:
+def expand(archive_id: str, cox_home: Path) -> bytes:
+    """``cox expand ID``'s bytes, as the person would get them."""
+    import subprocess
+
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "expand", archive_id], capture_output=True,
+                       timeout=60, env={**os.environ, "COX_HOME": str(cox_home)}, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def pointer(shown: str) -> str:
+    import re
+
+    found = re.search(r"expand #(\S+) (?:lines|chars) ", shown)
+    assert found, f"no archive pointer in {shown[:300]!r}…"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("tool", ["bash", "read"])
+def test_a_big_output_is_capped_and_archived_whole_as_in_a_session(tmp_path: Path, cox_home: Path,
+                                                                      tool: str) -> None:
+    """The choke point a session's calls go through (``tools/execute.py``): the client sees head,
+    a pointer and tail; ``cox expand`` gives back every byte (bash archives what it printed itself,
+    the others are archived by the choke point)."""
     ws = workspace(tmp_path)
-    (ws / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 20001)))
-    result = run(ws, lambda s: s.call_tool("bash", {"command": "cat big.txt"}))
-    assert not result.is_error
+    big = "".join(f"line {i} {'x' * 40}\n" for i in range(1, 20001))
+    (ws / "big.txt").write_text(big)
+    inputs = {"bash": {"command": "cat big.txt"}, "read": {"path": "big.txt", "limit": 20000}}
+    result = run(ws, lambda s: s.call_tool(tool, inputs[tool]))
+    assert not result.is_error, text(result)[:500]
     shown = text(result)
-    assert "line 1\n" in shown and "line 20000" in shown and "line 10000\n" not in shown
-    assert len(shown.encode()) < 40_000
+    assert "line 1 " in shown and "line 20000 " in shown and "line 10000 " not in shown
+    assert len(shown.encode()) <= 16384 + 400
+    kept = expand(pointer(shown), cox_home).decode()
+    if tool == "bash":
+        assert kept == big  # byte for byte what the command printed
+    else:
+        assert "line 10000 " in kept and len(kept) >= len(big)  # the whole result the tool returned
 
 
 def test_config_mode_is_honoured_and_bash_output_streams_as_progress(tmp_path: Path, cox_home: Path) -> None:

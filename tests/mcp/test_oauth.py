@@ -297,7 +297,7 @@ def _echo(manager: Any, text: str) -> Any:
     from cox.supervisors import CancelScope
 
     tool = manager.tools()["mcp__prot__echo"]
-    env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope(), extra={})
+    env = ToolEnv(roots=[Path.cwd()], cwd=Path.cwd(), cancel=CancelScope())
     return tool.call(ToolCall(id="e", name=tool.name, input={"text": text}), env)
 
 

@@ -38,7 +38,6 @@ class Ports:
     def __init__(self) -> None:
         self.verdicts: dict[str, str] = {}
         self.decided: list[tuple[str, PermissionMode, list[str]]] = []
-        self.chosen: list[str] = []
 
     def describe(self, call: ToolCall) -> ToolCall:
         if "bad" in call.input:
@@ -59,9 +58,6 @@ class Ports:
 
     def parallel(self, name: str) -> bool:
         return name in ("read", "grep")
-
-    def activated(self) -> list[str]:
-        return self.chosen
 
     def specs(self, tools: dict[str, Any]) -> list[Any]:
         return []

@@ -141,7 +141,7 @@ def test_url_dialogue_open_decline_and_refused_unasked() -> None:
 
 
 class AskingTool(BaseTool):
-    """Stands in for an MCP tool whose server elicits: asks through ``env.extra["ask"]`` and
+    """Stands in for an MCP tool whose server elicits: asks through ``env.services.ask`` and
     returns only the outcome's action and field names (as the test server does)."""
 
     name = "asking"
@@ -156,7 +156,8 @@ class AskingTool(BaseTool):
         return Risk.READ_ONLY
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
-        reply = env.extra["ask"](dict(self.request))
+        assert env.services.ask is not None
+        reply = env.services.ask(dict(self.request))
         outcome = reply.result(timeout=15)
         self.got.append(outcome)
         return ToolResult(visible=f"action={outcome['action']} fields={','.join(sorted(outcome.get('content') or {}))}")

@@ -74,3 +74,55 @@ def test_three_turns_then_rewind_and_undo(tmp_path: Path, cox_home: Path):
         assert not (ws / "doomed.txt").exists()
     finally:
         app.close()
+
+
+def test_each_turns_marker_is_written_before_its_turn_done_without_a_thread_or_a_git_probe(
+        tmp_path: Path, cox_home: Path, monkeypatch) -> None:
+    """The marker is one message to the store, sent after the request left: the store's order
+    writes it before the turn's closing sync, so it is in cox.db when turn_done arrives. A turn
+    that writes nothing never makes the checkpointer (no git probe), and no marker thread runs."""
+    import sqlite3
+    import threading
+
+    from cox.actors.store.checkpoints import Checkpointer
+
+    probes: list[str] = []
+    real = Checkpointer._probe
+
+    def probe(path: str | None) -> tuple[bool, str]:
+        probes.append(threading.current_thread().name)
+        return real(path)
+
+    monkeypatch.setattr(Checkpointer, "_probe", staticmethod(probe))
+    monkeypatch.setattr("cox.actors.store.checkpoints._AVAILABLE", {})
+    started = threading.Thread.start
+    names: list[str] = []
+
+    def start(self: threading.Thread) -> None:
+        names.append(self.name)
+        started(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    settings = SessionSettings(session_id=new_ulid(), cwd=ws, roots=[ws], model="scripted", home=tmp_path,
+                               permission_mode=PermissionMode.BYPASS)
+    engine = Engine.compile([], [], [], home=tmp_path, roots=[ws])
+    app = App(cox_home)
+    try:
+        handle = app.open_session(settings, ScriptedProvider({"replies": [{"text": "a"}, {"text": "b"}]}),
+                                  builtin_tools(), engine)
+        for turn, text in ((1, "first turn\nsecond line"), (2, "   another one")):
+            handle.submit(m.UserTurn(text=text))
+            _events_until(handle, "turn_done")
+            conn = sqlite3.connect(f"file:{cox_home / 'cox.db'}?mode=ro", uri=True)
+            try:
+                titles = conn.execute("SELECT turn, title FROM checkpoints WHERE session_id=? AND kind='marker' "
+                                      "ORDER BY turn", (settings.session_id,)).fetchall()
+            finally:
+                conn.close()
+            assert titles[-1] == (turn, text.split("\n")[0].strip()), titles
+    finally:
+        app.close()
+    assert probes == []
+    assert not [n for n in names if n.startswith("cox-marker")], names

@@ -1,13 +1,19 @@
-"""A small tmpfs to fill: a real full disk under COX_HOME (root only; unmounted even on failure)."""
+"""A small tmpfs to fill: a real full disk under COX_HOME (root only; unmounted even on failure);
+``writes``: every cox.db write statement of the process and the thread that prepared it."""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from cox.actors.store import rollout
 
 
 @pytest.fixture
@@ -35,3 +41,51 @@ def fill(folder: Path, leave: int) -> Path:
     with open(filler, "wb") as f:
         f.write(b"\0" * max(0, free - leave))
     return filler
+
+
+WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE, sqlite3.SQLITE_CREATE_TABLE,
+          sqlite3.SQLITE_CREATE_INDEX, sqlite3.SQLITE_ALTER_TABLE, sqlite3.SQLITE_DROP_TABLE,
+          sqlite3.SQLITE_DROP_INDEX, sqlite3.SQLITE_CREATE_TRIGGER, sqlite3.SQLITE_CREATE_VIEW}
+
+
+class Writes:
+    """(thread name, what, table) of every cox.db write statement, from any connection."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: list[tuple[str, str, str]] = []
+        self.rollout_threads: set[str] = set()
+
+    def authorizer(self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+        if db == "temp":
+            return sqlite3.SQLITE_OK
+        wrote = action in WRITES or (action == sqlite3.SQLITE_PRAGMA and arg2 is not None)
+        if wrote:
+            with self.lock:
+                self.seen.append((threading.current_thread().name, str(action), str(arg1)))
+        return sqlite3.SQLITE_OK
+
+    def foreign(self) -> list[tuple[str, str, str]]:
+        with self.lock:
+            return [w for w in self.seen if not w[0].startswith("StoreActor-")]
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
+    found = Writes()
+    real_connect = sqlite3.connect
+
+    def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = real_connect(*args, **kwargs)
+        conn.set_authorizer(found.authorizer)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    real_append = rollout.RolloutWriter.append
+
+    def append(self: rollout.RolloutWriter, line: str) -> None:
+        found.rollout_threads.add(threading.current_thread().name)
+        real_append(self, line)
+
+    monkeypatch.setattr(rollout.RolloutWriter, "append", append)
+    return found

@@ -11,10 +11,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cox.actors.tools.base import ToolEnv
+from cox.actors.tools.base import ToolEnv, ToolServices
 from cox.actors.tools.bash import BashTool
 from cox.actors.tools.jobs import Jobs
 from cox.actors.tools.shell_env import sandbox_status
@@ -25,19 +26,23 @@ from tests.waits import BOUND_S
 needs_sandbox = pytest.mark.skipif(not sandbox_status()[0], reason=f"no working sandbox here: {sandbox_status()[1]}")
 
 
-def env_for(ws: Path, mode: SandboxMode = SandboxMode.WORKSPACE_WRITE, **extra) -> ToolEnv:
-    archived: list[bytes] = []
+class Seen:
+    """What a call archived and streamed."""
 
-    def archive(data: bytes) -> str:
-        archived.append(data)
-        return f"A{len(archived)}"
+    def __init__(self) -> None:
+        self.archived: list[bytes] = []
+        self.outputs: list[str] = []
 
-    outputs: list[str] = []
-    env = ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope(), output=outputs.append,
-                  extra={"sandbox_mode": mode, "archive": archive, "jobs": Jobs(), **extra})
-    env.extra["archived"] = archived
-    env.extra["outputs"] = outputs
-    return env
+    def archive(self, data: bytes) -> str:
+        self.archived.append(data)
+        return f"A{len(self.archived)}"
+
+
+def env_for(ws: Path, mode: SandboxMode = SandboxMode.WORKSPACE_WRITE, seen: Seen | None = None,
+            **services: Any) -> ToolEnv:
+    seen = seen or Seen()
+    return ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope(), output=seen.outputs.append,
+                   services=ToolServices(sandbox_mode=mode, archive=seen.archive, jobs=Jobs(), **services))
 
 
 def run(env: ToolEnv, command: str, **kw):
@@ -161,18 +166,19 @@ def test_run_in_background_is_owned_by_the_session(ws):
     os.kill(pid, 0)  # still running after the call returned
     time.sleep(0.2)
     assert "started" in Path(r.meta["log"]).read_text()
-    assert env.extra["jobs"].stop_all() == 1
+    assert env.services.jobs is not None and env.services.jobs.stop_all() == 1
     assert gone(pid)
 
 
 @needs_sandbox  # without one, nothing but danger-full-access runs (test_bash_sandbox.py)
 def test_big_output_spills_and_is_archived_whole(ws):
-    env = env_for(ws)
+    seen = Seen()
+    env = env_for(ws, seen=seen)
     r = run(env, "seq 1 400000")
-    data = env.extra["archived"][0]
+    data = seen.archived[0]
     assert data.decode().splitlines()[-1] == "400000" and len(data) > 1024 * 1024
     assert r.archive_id == "A1" and "expand #A1" in r.visible and len(r.visible) < 64 * 1024
-    streamed = "".join(env.extra["outputs"])
+    streamed = "".join(seen.outputs)
     assert streamed.startswith("1\n2\n") and len(streamed) <= 64 * 1024
 
 
@@ -188,13 +194,14 @@ def test_login_environment_is_used(ws, monkeypatch):
 
 
 def test_sigterm_ignoring_command_is_killed(ws):
-    env = env_for(ws, SandboxMode.DANGER_FULL_ACCESS)
+    seen = Seen()
+    env = env_for(ws, SandboxMode.DANGER_FULL_ACCESS, seen)
     result: dict = {}
     t = threading.Thread(target=lambda: result.update(
         r=run(env, "trap '' TERM; echo ready; sleep 600")))
     t.start()
     deadline = time.monotonic() + 10
-    while not env.extra["outputs"]:
+    while not seen.outputs:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     env.cancel.cancel()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cox.actors.tools import shell_env
-from cox.actors.tools.base import ToolEnv
+from cox.actors.tools.base import ToolEnv, ToolServices
 from cox.actors.tools.bash import BashTool
 from cox.actors.tools.jobs import Jobs
 from cox.actors.tools.shell_env import SessionTmp, sandbox_status
@@ -42,10 +42,15 @@ def box(tmp_path: Path):
     tmp.remove()
 
 
-def env_of(b, mode: SandboxMode = SandboxMode.WORKSPACE_WRITE, **extra) -> ToolEnv:
+def env_of(b, mode: SandboxMode = SandboxMode.WORKSPACE_WRITE, **services) -> ToolEnv:
+    services = {"cox_home": b["cox_home"], **services}
     return ToolEnv(roots=[b["ws"]], cwd=b["ws"], cancel=CancelScope(), home=b["home"],
-                   extra={"sandbox_mode": mode, "jobs": Jobs(), "session_tmp": b["tmp"],
-                          "cox_home": b["cox_home"], **extra})
+                   services=ToolServices(sandbox_mode=mode, jobs=Jobs(), session_tmp=b["tmp"], **services))
+
+
+def jobs(env: ToolEnv) -> Jobs:
+    assert env.services.jobs is not None
+    return env.services.jobs
 
 
 def run(env: ToolEnv, command: str, risk: Risk = Risk.EXEC, **kw):
@@ -136,7 +141,7 @@ def test_secret_paths_and_read_deny_rules_are_masked(box):
     ws = box["ws"]
     (ws / ".env").write_text("TOKEN=envsecret\n")
     (ws / "link").symlink_to(box["home"] / ".ssh")
-    env = env_of(box, read_deny=["~/.ssh/**", "./.env"])
+    env = env_of(box, read_deny=("~/.ssh/**", "./.env"))
     r = run(env, "cat h/.ssh/id_rsa; cat link/id_rsa; cat .env; ls -A h/.ssh; grep -r s3cr3t . ; echo end",
             Risk.READ_ONLY)
     assert "s3cr3t" not in r.visible and "envsecret" not in r.visible
@@ -193,8 +198,8 @@ def test_the_environment_carries_no_secret_values(box, monkeypatch):
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-probe-222")
     monkeypatch.setenv("NPM_TOKEN", "npm-probe-333")
     try:
-        r = run(env_of(box, env_keep=["NPM_TOKEN"]), "env")
-        bare = run(env_of(box, SandboxMode.DANGER_FULL_ACCESS, env_keep=["NPM_TOKEN"]), "env")
+        r = run(env_of(box, env_keep=("NPM_TOKEN",)), "env")
+        bare = run(env_of(box, SandboxMode.DANGER_FULL_ACCESS, env_keep=("NPM_TOKEN",)), "env")
     finally:
         shell_env.reset_for_tests()
     for out in (r.visible, bare.visible):
@@ -236,7 +241,7 @@ def test_background_job_leftovers_end_with_the_session(box, mode):
     while not alive(f"sleep\0{tag}".encode()):
         assert time.monotonic() < deadline, r.visible
         time.sleep(0.02)
-    env.extra["jobs"].stop_all()
+    jobs(env).stop_all()
     assert wait_gone(f"sleep\0{tag}".encode()) == []
 
 
@@ -253,7 +258,7 @@ def test_a_background_job_logs_into_the_session_tmp(box):
         time.sleep(0.02)
     seen = run(env, f"cat /tmp/cox-jobs/{log.name}", Risk.READ_ONLY)
     assert "from-job" in seen.visible
-    env.extra["jobs"].stop_all()
+    jobs(env).stop_all()
 
 
 @pytest.mark.parametrize("mode", [SandboxMode.WORKSPACE_WRITE, SandboxMode.READ_ONLY])
@@ -294,8 +299,7 @@ def test_an_environment_under_tmp_stays_usable_and_read_only(tmp_path: Path, mon
         ws.mkdir()
         monkeypatch.setattr(shell_env, "_login_env", {**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"})
         env = ToolEnv(roots=[ws], cwd=ws, cancel=CancelScope(), home=home,
-                      extra={"sandbox_mode": SandboxMode.WORKSPACE_WRITE, "session_tmp": tmp,
-                             "cox_home": home / ".cox"})
+                      services=ToolServices(session_tmp=tmp, cox_home=home / ".cox"))
         r = run(env, f"mytool && cat {home}/notes.txt && ls {home}/.cox | wc -l && "
                      f"(cat {other}/stranger.txt || echo stranger-hidden) && "
                      f"(touch {home}/planted || echo home-read-only)")

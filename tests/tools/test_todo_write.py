@@ -1,4 +1,5 @@
-"""todo_write: the list lands in env.extra["todos"] and comes back rendered."""
+"""todo_write: the list comes back rendered, its items in the result's meta; the tool keeps no
+state of its own (the latest call in the conversation is the plan)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def env(tmp_path: Path) -> ToolEnv:
     return ToolEnv(roots=[tmp_path], cwd=tmp_path, cancel=CancelScope())
 
 
-def test_list_is_stored_and_rendered(env: ToolEnv) -> None:
+def test_list_is_rendered_and_returned(env: ToolEnv) -> None:
     res = write(env, [
         {"content": "read the parser", "status": "completed"},
         {"content": "fix  the\nbug", "status": "in_progress", "id": "fix"},
@@ -29,20 +30,20 @@ def test_list_is_stored_and_rendered(env: ToolEnv) -> None:
     ])
     assert res.ok
     assert res.visible == "todos (1/3 done):\n[x] read the parser\n[>] fix the bug\n[ ] add tests"
-    assert env.extra["todos"] == [
+    items = [
         {"id": "1", "content": "read the parser", "status": "completed"},
         {"id": "fix", "content": "fix the bug", "status": "in_progress"},
         {"id": "3", "content": "add tests", "status": "pending"},
     ]
-    assert res.meta == {"todos": 3, "pending": 1, "in_progress": 1, "completed": 1}
+    assert res.meta == {"todos": 3, "pending": 1, "in_progress": 1, "completed": 1, "items": items}
 
 
 def test_each_call_replaces_the_list_and_empty_clears_it(env: ToolEnv) -> None:
     write(env, [{"content": "a", "status": "pending"}, {"content": "b", "status": "pending"}])
-    write(env, [{"content": "a", "status": "completed"}])
-    assert [t["content"] for t in env.extra["todos"]] == ["a"]
+    res = write(env, [{"content": "a", "status": "completed"}])
+    assert [t["content"] for t in res.meta["items"]] == ["a"] and res.visible == "todos (1/1 done):\n[x] a"
     res = write(env, [])
-    assert res.visible == "todo list cleared" and env.extra["todos"] == []
+    assert res.visible == "todo list cleared" and res.meta["items"] == []
 
 
 def test_several_in_progress_is_allowed_with_a_note(env: ToolEnv) -> None:
@@ -57,11 +58,11 @@ def test_several_in_progress_is_allowed_with_a_note(env: ToolEnv) -> None:
     [{"content": "x", "status": "done"}],
     [{"content": "x", "status": "pending", "id": "a"}, {"content": "y", "status": "pending", "id": "a"}],
 ])
-def test_bad_lists_are_refused_and_the_old_one_kept(env: ToolEnv, todos: object) -> None:
-    write(env, [{"content": "keep me", "status": "pending"}])
+def test_bad_lists_are_refused_and_nothing_changes(env: ToolEnv, todos: object) -> None:
+    before = repr(env)
     with pytest.raises(ToolInputError):
         write(env, todos)
-    assert env.extra["todos"][0]["content"] == "keep me"
+    assert repr(env) == before  # the tool writes nothing into its environment
 
 
 def test_contract(env: ToolEnv) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -46,10 +45,10 @@ def resolve(reply: Reply, outcome: dict[str, Any]) -> None:
 
 class ElicitationBroker:
     def __init__(self, emit: Callable[[Any], None], me: Callable[[], pykka.ActorRef[Any]],
-                 open_url: Callable[[str], str | None] | None) -> None:
+                 open_url: Callable[[str, str], None]) -> None:
         self.emit = emit
         self.me = me  # the session actor: messages from other threads come back through it
-        self.open_url = open_url
+        self.open_url = open_url  # (url, asking server): opens it off this thread, says so if it could not
         self.dialogues: dict[int, OpenDialogue] = {}
         self.open_questions: dict[str, int] = {}
         self.seq = 0
@@ -139,7 +138,7 @@ class ElicitationBroker:
             if step.note:
                 self.emit(m.Notice(level="warning", message=step.note))
             if step.open_url:
-                self._open(step.open_url, state.dialogue.source)
+                self.open_url(step.open_url, state.dialogue.source)
             resolve(state.reply, step.reply())
             return
         state.question_id = "q" + new_ulid()
@@ -154,25 +153,3 @@ class ElicitationBroker:
         self.closed.append(state.question_id)
         self.emit(m.QuestionClosed(question_id=state.question_id, reason=reason))
         state.question_id = ""
-
-    def _open(self, url: str, source: str) -> None:
-        """Open the browser off the session's thread; say so if it could not be opened."""
-        from cox.actors.session.messages import UrlNotOpened
-
-        from .questions import open_in_browser
-
-        opener = self.open_url or open_in_browser
-        me = self.me()
-
-        def run() -> None:
-            try:
-                why = opener(url)
-            except Exception as exc:  # noqa: BLE001 - a broken opener is a notice, not a crash
-                why = str(exc)
-            if why:
-                try:
-                    me.tell(UrlNotOpened(source, url, why))
-                except pykka.ActorDeadError:
-                    pass
-
-        threading.Thread(target=run, name="cox-open-url", daemon=True).start()

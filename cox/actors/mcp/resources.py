@@ -223,7 +223,7 @@ def _blob(head: str, data: bytes, mime: str, images: list[dict[str, Any]], env: 
             return f"{head} blob, decoded as UTF-8:\n{data.decode('utf-8')}"
         except UnicodeDecodeError:
             pass
-    archive = env.extra.get("archive")
+    archive = env.services.archive
     label = f"{head} binary, {mime or 'unknown type'}, {human_size(len(data))}"
     if archive is None:
         return f"{label}; not shown"

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import mcp_types
 
     from .server import Connection
+    from .tool import McpTool
 
 __all__ = ["DEFAULT_BACKOFF", "McpManager", "fetch_tools", "start_mcp"]
 
@@ -152,7 +153,7 @@ class McpManager:
         log.warning("%s", text)
         return {"notice": text}
 
-    def tools(self) -> dict[str, Any]:
+    def tools(self) -> dict[str, McpTool]:
         """Every known tool as ``{"mcp__<server>__<tool>": McpTool}``: the last list each server
         reported, so a server being restarted keeps its tools, or its cached listing while it has
         not reported one yet. A server with neither has none. Call ``wait_settled()`` first at
@@ -164,7 +165,7 @@ class McpManager:
         The store is re-read when ``cox mcp trust`` changed it, so a session picks that up."""
         from .tool import McpTool, tool_name
 
-        out: dict[str, Any] = {}
+        out: dict[str, McpTool] = {}
         for server, spec in self.servers.items():
             tools = self.listing(server)
             if not tools:

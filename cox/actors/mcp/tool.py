@@ -86,7 +86,7 @@ class McpTool(BaseTool):
             if refused is not None:
                 return refused
             result = conn.call_tool(self.tool.name, dict(call.input), timeout=settings.timeout_s,
-                                    cancel=env.cancel, progress=progress, ask=env.extra.get("ask"))
+                                    cancel=env.cancel, progress=progress, ask=env.services.ask)
         except McpCallCancelled:
             return ToolResult.aborted()
         except McpCallError as err:

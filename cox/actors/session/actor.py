@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import pykka
 
 from cox.actors.provider.stream import ProviderStreamActor
 from cox.actors.store import messages as sm
-from cox.actors.tools.base import BaseTool, ToolEnv
+from cox.actors.tools.base import BaseTool, DeferredTool, ToolEnv, ToolServices
 from cox.actors.tools.call_actor import ToolCallActor
 from cox.log import get_logger
 from cox.protocol import messages as m
@@ -87,9 +88,6 @@ class _Ports:
     def parallel(self, name: str) -> bool:
         return bool(self.session.tools[name].parallel)
 
-    def activated(self) -> list[str]:
-        return list(self.session.tool_extra.get("activated_tools", []))
-
     def specs(self, tools: dict[str, Any]) -> list[Any]:
         from cox.actors.tools.registry import specs
 
@@ -123,29 +121,27 @@ class SessionActor(CoxActor):
         self.tmp = SessionTmp(settings.session_id)
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
-                                              settings.checkpoints)
+                                              settings.checkpoints, store)
         self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn)
-        self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, settings.open_url)
+        self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
         self.turns: dict[int, _TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
         deferred = dict(deferred or {})
-        # Session-wide state the tools share (the todo list, background jobs, sandbox settings).
-        self.tool_extra: dict[str, Any] = {
-            "sandbox_mode": settings.sandbox_mode, "writable_roots": list(settings.writable_roots),
-            "network": settings.network, "jobs": self.jobs, "archive": self._archive_put,
-            "todos": [], "deferred_tools": [{"name": t.name, "description": t.description}
-                                            for t in deferred.values()],
-            "activated_tools": [],
-            "ask": self.broker.ask_from_thread,
-            "session_tmp": self.tmp, "read_deny": read_deny_patterns(getattr(engine, "deny", ())),
-            "cox_home": settings.cox_home, "env_keep": list(settings.env_keep),
-        }
+        # The session's services, for every call (typed and read-only: tools answer in their results).
+        self.tool_services = ToolServices(
+            sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
+            network=settings.network, jobs=self.jobs, archive=self._archive_put,
+            deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
+            ask=self.broker.ask_from_thread, session_tmp=self.tmp,
+            read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
+            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
+        )
+        self.deferred = deferred
         if resumed is not None:
             from cox.actors.tools.deferral import used_in
 
             for name in used_in(resumed.history, deferred):  # loaded again, as before the resume
                 self.tools[name] = deferred[name]
-                self.tool_extra["activated_tools"].append(name)
         guard = engine.read_guard() if hasattr(engine, "read_guard") else None
         assembler = Assembler(settings.model, specs(tools), settings.cwd,
                               microcompact_after_turns=settings.microcompact_after_turns, reads=guard)
@@ -349,7 +345,7 @@ class SessionActor(CoxActor):
             checkpoint = self.checkpoints.for_call(effect.turn, said)
             self._say(said)
             if checkpoint is not None:
-                env.extra = {**env.extra, "checkpoint": checkpoint}
+                env.checkpoint = checkpoint
         key = ("call", effect.gen, call.id)
         ref = self._spawn(key, lambda: ToolCallActor.start(
             self.tools[call.name], call, env, self.actor_ref, effect.gen, self._archive_put, self.s.limits))
@@ -365,7 +361,8 @@ class SessionActor(CoxActor):
             processes=runtime.processes if runtime else [],
             output=lambda chunk: me.tell(fx.ToolOutput(gen, call.id, chunk)),
             bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
-            extra=self.tool_extra, reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
+            services=replace(self.tool_services, loaded=frozenset(n for n in self.deferred if n in self.tools)),
+            reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
 
     def _spawn(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
@@ -383,6 +380,15 @@ class SessionActor(CoxActor):
 
         with spawn_linked(on_exit, parent=f"session:{self.s.session_id}"):
             return start()
+
+    def _open_url(self, url: str, source: str) -> None:
+        """Open the browser in a child actor of this session (``mcp/opener.py``); it says so if it
+        could not. Its exit (kind "open_url", gen -1) matches no turn: nothing to do."""
+        from cox.actors.mcp.opener import UrlOpener
+        from cox.actors.mcp.questions import open_in_browser
+
+        opener = self.s.open_url or open_in_browser
+        self._spawn(("open_url", -1, url), lambda: UrlOpener.start(opener, url, source, self.actor_ref))
 
     def _archive_put(self, data: bytes) -> str:
         store = self.store()

@@ -2,14 +2,16 @@
 
 Kept out of the session actor so the turn loop does not carry the checkpointer's life cycle
 (made on first need, off without git, closed at the end) or the marker writes. Nothing here
-emits: what the person must hear comes back as ``(level, message)`` notices that the session
-emits on its own thread, in its turn.
+writes cox.db and no thread is started: the markers, like the checkpointer's rows, are messages
+to the store actor, cox.db's one writer. Nothing here emits: what the person must hear comes
+back as ``(level, message)`` notices that the session emits on its own thread, in its turn.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,20 +26,23 @@ MARKER_WAIT_S = 2.0
 
 
 class SessionCheckpoints:
-    def __init__(self, session_id: str, root: Path, cox_home: Path | None, enabled: bool) -> None:
+    def __init__(self, session_id: str, root: Path, cox_home: Path | None, enabled: bool,
+                 store: Callable[[], Any] | None = None) -> None:
         self.session_id = session_id
         self.root = root
         self.cox_home = cox_home
+        self.store = store or (lambda: None)
+        """The store actor (called at each use: a restarted store is found again)."""
         self.cp: Any = None
         self.state = "on" if enabled else "off"
         self.lock = threading.Lock()
-        self.markers: list[threading.Thread] = []
-        self.warnings: list[str] = []
+        self.markers: list[Any] = []  # the store's futures for the markers sent, oldest first
+        self.marker_root: str | None = None
 
-    def checkpointer(self, said: Said | None = None) -> Any:
-        """The session's checkpointer, made on first need (by the session's thread or a marker
-        thread, hence the lock); None without git, after one warning (into ``said``, or kept for
-        the next ``settle`` when it is made off the session's thread)."""
+    def checkpointer(self, said: Said) -> Any:
+        """The session's checkpointer, made on first need; None without git, after one warning
+        into ``said``. The lock: a tool call's thread may reach it through ``for_call``'s
+        checkpointer while the session's thread asks for it."""
         with self.lock:
             if self.state == "off":
                 return None
@@ -48,13 +53,9 @@ class SessionCheckpoints:
                 ok, why = Checkpointer.available()
                 if not ok:
                     self.state = "off"
-                    warning = f"no checkpoints in this session ({why}); /rewind cannot restore code"
-                    if said is None:
-                        self.warnings.append(warning)
-                    else:
-                        said.append(("warning", warning))
+                    said.append(("warning", f"no checkpoints in this session ({why}); /rewind cannot restore code"))
                     return None
-                self.cp = Checkpointer(Layout(self.cox_home or cox_home()), self.root)
+                self.cp = Checkpointer(Layout(self.cox_home or cox_home()), self.root, store=self.store)
             return self.cp
 
     def for_call(self, turn: int, said: Said) -> Any:
@@ -64,39 +65,43 @@ class SessionCheckpoints:
         return None if cp is None else (cp, self.session_id, turn)
 
     def mark(self, turn: int, text: str) -> None:
-        """The turn's /rewind marker, written on a short thread of its own: the first one also
-        makes the checkpointer (git --version, the db connection, 5–20 ms), and the reply's first
-        deltas must not queue behind it on the session's thread. A warning waits for ``settle``."""
+        """The turn's /rewind marker: one message to the store actor, not waited for (the store
+        writes it, in order, before the turn's closing ``Sync``), so neither the reply's first
+        deltas nor the session's thread wait on a db row, and no thread is started for it. No
+        checkpointer is needed for a marker (no git probe here); a failure is a warning at
+        ``settle``."""
         if self.state == "off":
             return
+        store = self.store()
+        if store is None:
+            return
+        from cox.actors.store.messages import Marker
 
-        def work() -> None:
-            from cox.actors.store.checkpoints import CheckpointError
-
-            cp = self.checkpointer()
-            if cp is None:
-                return
-            try:
-                cp.marker(self.session_id, turn, text)
-            except CheckpointError as exc:
-                self.warnings.append(f"checkpoint marker failed: {exc}")
-
-        thread = threading.Thread(target=work, name=f"cox-marker-{turn}", daemon=True)
-        self.markers.append(thread)
-        thread.start()
+        if self.marker_root is None:
+            self.marker_root = str(Path(self.root).resolve())  # the checkpointer's key for this root
+        self.markers.append(store.ask(Marker(self.session_id, turn, self.marker_root, text), block=False))
 
     def settle(self, within_s: float = MARKER_WAIT_S) -> Said:
-        """Wait for the markers (one db row each) and hand over their warnings: before a turn's
-        turn_done, so a warning is part of its turn, and before a rewind reads the markers.
-        Bounded in total, so a stuck disk or a locked database cannot hold up a turn's end or the
-        session's stop; a marker still running is waited for the next time."""
+        """Wait for the store to have written the markers sent so far and hand over their
+        warnings: before a turn's turn_done, so a warning is part of its turn, and before a
+        rewind reads the markers. Bounded in total, so a stuck disk or a locked database cannot
+        hold up a turn's end or the session's stop; a marker still pending is waited for the
+        next time."""
+        import pykka
+
         deadline = time.monotonic() + within_s
-        for thread in self.markers:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        self.markers = [t for t in self.markers if t.is_alive()]
         said: Said = []
-        while self.warnings:
-            said.append(("warning", self.warnings.pop(0)))
+        pending: list[Any] = []
+        for future in self.markers:
+            try:
+                future.get(timeout=max(0.0, deadline - time.monotonic()))
+            except pykka.Timeout:
+                pending.append(future)
+            except pykka.ActorDeadError:
+                said.append(("warning", "checkpoint marker failed: the store stopped before it was written"))
+            except Exception as exc:  # noqa: BLE001 - the store's StorageError, or a bug: a warning either way
+                said.append(("warning", f"checkpoint marker failed: {exc}"))
+        self.markers = pending
         return said
 
     def restore(self, to_turn: int, next_turn: int, force: bool) -> tuple[bool, Said]:
@@ -131,5 +136,5 @@ class SessionCheckpoints:
         return True, said
 
     def close(self) -> None:
-        if self.cp is not None and not self.markers:  # never close it under a running marker
+        if self.cp is not None:
             self.cp.close()

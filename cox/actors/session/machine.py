@@ -79,10 +79,6 @@ class Ports(Protocol):
         """Whether the tool's read-only calls may run beside others."""
         ...
 
-    def activated(self) -> list[str]:
-        """Deferred tools chosen through tool_search so far."""
-        ...
-
     def specs(self, tools: dict[str, Any]) -> list[Any]:
         ...
 
@@ -665,9 +661,11 @@ class TurnMachine:
         call = turn.batch.call(done.call_id)
         if done.files:
             self._emit(m.CheckpointEvent(turn=turn.turn, call_id=done.call_id, files=done.files))
-        if call.name == "tool_search":
-            self._activate_deferred()
         result = done.result
+        if call.name == "tool_search":
+            from cox.actors.tools.deferred import activated
+
+            self._activate_deferred(activated(result))
         if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
             self._notice("warning", result.meta["notice"])
 
@@ -687,10 +685,10 @@ class TurnMachine:
                    {"tool": call.name, "input": call.input, "status": result.status.value, "output": result.visible,
                     "id": call.id, "mode": str(self.mode.value)}, then)
 
-    def _activate_deferred(self) -> None:
-        """Deferred tools chosen through tool_search join the tool set. That changes system[0],
-        so every cached prefix is invalidated once: say so."""
-        names = [n for n in self.ports.activated() if n in self.deferred and n not in self.tools]
+    def _activate_deferred(self, chosen: list[str]) -> None:
+        """Deferred tools chosen through tool_search (its result names them) join the tool set.
+        That changes system[0], so every cached prefix is invalidated once: say so."""
+        names = [n for n in dict.fromkeys(chosen) if n in self.deferred and n not in self.tools]
         if not names:
             return
         for name in names:

@@ -1,5 +1,12 @@
 """The store actor: the one writer of cox.db, the rollouts and the archive.
 
+Every row of cox.db — sessions, usage, archive, presence, checkpoints, post-images, turn
+markers — is written on this actor's thread; readers open cox.db read-only (``db.connect_ro``).
+The checkpointer reads files and git on its caller's thread and sends the rows here
+(``Checkpoint``, ``PostImages``, ``Marker``); the only files written elsewhere are ones no reader
+can reach before a row here names them: a staged pre-image's ``archive/<id>`` and the private
+checkpoint repository's content-addressed git objects.
+
 Other actors ``tell`` it the typed messages of ``messages.py`` (cheap, ordered per sender) and
 ``ask`` only when they need an answer (an archive id, an fsync acknowledgement), always with a
 timeout.
@@ -21,17 +28,20 @@ from cox.actors.session.messages import StorageFailed
 from cox.log import get_logger
 from cox.supervisors import CoxActor
 
-from . import archive, db, lock, presence
+from . import archive, checkpoint_rows, db, lock, post_images, presence
 from .layout import Layout
 from .messages import (
     TOLD,
     Append,
     ArchiveGet,
     ArchivePut,
+    Checkpoint,
     Close,
     GetSession,
     ListSessions,
+    Marker,
     Open,
+    PostImages,
     SpentSince,
     StoreMessage,
     Sync,
@@ -82,6 +92,10 @@ class StoreActor(CoxActor):
             self.conn.executescript(presence.SCHEMA)
         except sqlite3.Error as exc:
             log.warning("presence table not created", error=str(exc))
+        try:
+            checkpoint_rows.ensure_schema(self.conn)
+        except sqlite3.Error as exc:  # a checkpoint message then fails: a notice, never a turn
+            log.warning("checkpoint tables not created", error=str(exc))
 
     def on_stop(self) -> None:
         for sid, w in self.writers.items():
@@ -195,6 +209,15 @@ class StoreActor(CoxActor):
                 return None
             case ArchivePut(data, kind):
                 return archive.put(conn, self.layout.archive, data, kind)
+            case Checkpoint():
+                checkpoint_rows.insert(conn, message)
+                return None
+            case PostImages(sid, root, posts, origin):
+                post_images.record(conn, sid, root, posts, origin)
+                return None
+            case Marker():
+                checkpoint_rows.marker(conn, message)
+                return None
             case ArchiveGet(archive_id):
                 return archive.get(conn, self.layout.archive, archive_id)
             case GetSession(sid):

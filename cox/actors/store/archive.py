@@ -15,6 +15,8 @@ from pathlib import Path
 from cox.atomic import write_atomic
 from cox.protocol.types import new_ulid
 
+from .messages import ArchiveRow
+
 INLINE_MAX = 16 * 1024
 
 
@@ -22,21 +24,28 @@ class ArchiveMissing(KeyError):
     pass
 
 
-def put(conn: sqlite3.Connection, folder: Path, data: bytes, kind: str = "tool_output") -> str:
+def stage(folder: Path, data: bytes, kind: str = "tool_output") -> ArchiveRow:
+    """A new id for ``data`` and its index row; a big blob's file is written now, by the caller's
+    thread. Nothing names the file until the store writes the row (``insert``): a blob staged
+    by a call that then failed is an unnamed file, never a row without its bytes."""
     archive_id = new_ulid()
     if len(data) <= INLINE_MAX:
-        conn.execute(
-            "INSERT INTO archive (id, kind, size, inline, created_at) VALUES (?,?,?,?,?)",
-            (archive_id, kind, len(data), data, time.time()),
-        )
-        return archive_id
+        return ArchiveRow(archive_id, kind, len(data), data)
     # Exclusive random temporary name, then a rename: never through a link left in the folder.
     write_atomic(folder / archive_id, data, fsync=True, make_parents=True)
-    conn.execute(
-        "INSERT INTO archive (id, kind, size, inline, created_at) VALUES (?,?,?,NULL,?)",
-        (archive_id, kind, len(data), time.time()),
-    )
-    return archive_id
+    return ArchiveRow(archive_id, kind, len(data), None)
+
+
+def insert(conn: sqlite3.Connection, row: ArchiveRow) -> None:
+    conn.execute("INSERT INTO archive (id, kind, size, inline, created_at) VALUES (?,?,?,?,?)",
+                 (row.id, row.kind, row.size, row.inline, time.time()))
+
+
+def put(conn: sqlite3.Connection, folder: Path, data: bytes, kind: str = "tool_output") -> str:
+    """Archive ``data`` whole (the store actor's ``ArchivePut``); its id."""
+    row = stage(folder, data, kind)
+    insert(conn, row)
+    return row.id
 
 
 def get(conn: sqlite3.Connection, folder: Path, archive_id: str) -> bytes:

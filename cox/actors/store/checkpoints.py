@@ -27,10 +27,14 @@ Bytes go to the store's archive (``archive.put``: ≤ 16 KiB inline in cox.db, l
 not restorable. Only ``snapshot``/``changes_since`` need git; pre-images, the timeline and restore
 work from the archive alone.
 
-The checkpointer runs in the caller's thread (a ToolCall actor, the session) and writes cox.db
-through its own connection while the store actor writes too: WAL, a 10 s busy timeout, and short
-transactions (archive rows one by one, then the checkpoint rows of one call in one transaction).
-Every failure reaches the caller as ``CheckpointError`` -- a notice, never a failed turn.
+The checkpointer runs in the caller's thread (a ToolCall actor, the session): it reads the files,
+runs git and reads cox.db through a read-only connection, and hands every row to the store actor,
+cox.db's one writer (``messages.Checkpoint`` / ``PostImages`` / ``Marker``, asked with a timeout;
+one transaction per message, ``checkpoint_rows``). What it writes itself are files no reader can
+reach before the store's row names them: a big pre-image's ``archive/<id>`` (staged, then named
+by the row) and the private repository's git objects (content-addressed: an object nobody names
+is garbage, never a wrong answer). Every failure reaches the caller as ``CheckpointError`` -- a
+notice, never a failed turn.
 """
 
 from __future__ import annotations
@@ -51,35 +55,29 @@ from cox.log import get_logger
 from cox.slim import dataclass
 
 from . import archive, db, post_images
+from .actor import StorageError
 from .checkpoint_git import GitError, PrivateRepo, clean_env, root_hash, which_git
+from .checkpoint_rows import SCHEMA, TITLE_MAX, ensure_schema, first_words
 from .layout import Layout
+from .messages import ArchiveRow, Checkpoint, CheckpointRow, Marker, PostImages, StoreMessage, Sync
 from .overlay import GITLINK, SYMLINK
+
+__all__ = ["SCHEMA", "TITLE_MAX", "CheckpointError", "Checkpointer", "Restored", "ensure_schema", "first_words",
+           "timeline"]
+
+StoreRef = Callable[[], Any]
+"""How the checkpointer reaches the store actor: called at each write (a supervised store that
+restarted is found again), None when it is not running."""
 
 log = get_logger(__name__)
 
-TOO_BIG = 8 * 1024 * 1024
-TITLE_MAX = 80
-REWIND_CALL = "rewind"
+_AVAILABLE: dict[tuple[str | None, str], tuple[bool, str]] = {}
+"""``Checkpointer.available``'s answers, per (git path asked for, PATH)."""
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS checkpoints (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    call_id TEXT NOT NULL DEFAULT '',
-    root TEXT NOT NULL DEFAULT '',
-    path TEXT NOT NULL DEFAULT '',
-    kind TEXT NOT NULL CHECK (kind IN ('pre', 'created', 'deleted', 'marker')),
-    archive_id TEXT,
-    size INTEGER,
-    mode INTEGER,
-    too_big INTEGER NOT NULL DEFAULT 0,
-    title TEXT,
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS checkpoints_session_turn ON checkpoints (session_id, turn);
-CREATE INDEX IF NOT EXISTS checkpoints_root_at ON checkpoints (root, created_at);
-"""
+TOO_BIG = 8 * 1024 * 1024
+REWIND_CALL = "rewind"
+STORE_WAIT_S = 30.0
+"""The most a checkpoint waits for the store actor to write its rows (only a hang reaches it)."""
 
 NAMED, SNAPSHOT, REWOUND = "named", "snapshot", "rewind"
 """A row's ``origin``: a tool named the file, a snapshot diff found it, a rewind wrote it."""
@@ -113,17 +111,6 @@ class _Row:
     origin: str = NAMED
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Create the checkpoint tables (idempotent): the store actor may call it too. A table made
-    before post-images gains its ``origin`` column (old rows: '', treated as a snapshot's)."""
-    conn.executescript(SCHEMA + post_images.SCHEMA)
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)").fetchall()}
-    if "origin" not in cols:
-        conn.execute("ALTER TABLE checkpoints ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
-    if "began" not in cols:  # when the call that made the row began (a snapshot's window start)
-        conn.execute("ALTER TABLE checkpoints ADD COLUMN began REAL")
-
-
 def timeline(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     """The /rewind list, newest first: ``{turn, files, title}`` for every turn with a marker or
     a checkpoint row; ``files`` counts distinct files over all roots."""
@@ -134,13 +121,6 @@ def timeline(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
         (session_id,),
     ).fetchall()
     return [{"turn": int(t), "files": int(n), "title": title or ""} for t, n, title in rows]
-
-
-def first_words(text: str, limit: int = TITLE_MAX) -> str:
-    """A marker's title: the first non-empty line, whitespace collapsed, cut at ``limit``."""
-    line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    words = " ".join(line.split())
-    return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
 
 
 def _file_mode(st: os.stat_result) -> int:
@@ -154,7 +134,7 @@ class Checkpointer:
         self,
         layout: Layout,
         root: Path,
-        conn_factory: Callable[[], sqlite3.Connection] | None = None,
+        store: StoreRef | None = None,
         *,
         git_timeout: float = 60.0,
         too_big: int = TOO_BIG,
@@ -162,8 +142,10 @@ class Checkpointer:
         self.layout = layout
         # Resolved once: the same folder reached through a symlink must share one private repo.
         self.root = Path(root).resolve()
-        self._conn_factory = conn_factory or (lambda: db.connect(layout.db))
-        self._conn: sqlite3.Connection | None = None
+        self._store = store
+        self._own_store: Any = None  # started for a checkpointer made without one (tools, benches)
+        self._conn: sqlite3.Connection | None = None  # read-only: the store actor writes
+        self._staged: list[ArchiveRow] = []  # pre-images archived for the rows being built
         self.git_timeout = git_timeout
         self.too_big = too_big
         self._lock = threading.RLock()
@@ -175,7 +157,16 @@ class Checkpointer:
     @staticmethod
     def available(path: str | None = None) -> tuple[bool, str]:
         """Whether snapshots can run here: git on PATH (or ``path``) and answering. The reason is
-        the sentence the session shows once when they cannot."""
+        the sentence the session shows once when they cannot. Asked once per process and PATH
+        (``git --version`` costs 5–20 ms, and a process may open thousands of sessions)."""
+        key = (path, os.environ.get("PATH", ""))
+        known = _AVAILABLE.get(key)
+        if known is None:
+            known = _AVAILABLE[key] = Checkpointer._probe(path)
+        return known
+
+    @staticmethod
+    def _probe(path: str | None) -> tuple[bool, str]:
         git = which_git(path)
         if git is None:
             return False, "git is not on PATH: checkpoints are off, bash and MCP changes cannot be rewound"
@@ -200,13 +191,42 @@ class Checkpointer:
                 self._conn = None
             if self._repo is not None:
                 self._repo.close()  # the change watch's descriptor; the repository stays
+            if self._own_store is not None:
+                self._own_store.stop(timeout=STORE_WAIT_S)
+                self._own_store = None
 
     def _db(self) -> sqlite3.Connection:
+        """cox.db, read-only. Opened after the store answered once, so the file and its tables
+        exist (the store makes them when it starts)."""
         if self._conn is None:
-            conn = self._conn_factory()
-            ensure_schema(conn)
-            self._conn = conn
+            self._ask(Sync(""))
+            self._conn = db.connect_ro(self.layout.db)
         return self._conn
+
+    def _ask(self, message: StoreMessage) -> Any:
+        """Have the store actor write (or answer) ``message``; every failure is a CheckpointError."""
+        import pykka
+
+        ref = self._store() if self._store is not None else self._private_store()
+        if ref is None:
+            raise CheckpointError("the store is not running, so nothing can be recorded")
+        try:
+            return ref.ask(message, timeout=STORE_WAIT_S)
+        except pykka.Timeout:
+            raise CheckpointError(f"the store did not record the checkpoint within {STORE_WAIT_S:.0f} s") from None
+        except pykka.ActorDeadError:
+            raise CheckpointError("the store stopped before it recorded the checkpoint") from None
+        except StorageError as e:
+            raise CheckpointError(str(e)) from e
+
+    def _private_store(self) -> Any:
+        """A checkpointer made without a store (a benchmark, a test of this module alone) starts
+        its own store actor: rows are still written by a store's thread, as everywhere."""
+        if self._own_store is None:
+            from .actor import StoreActor
+
+            self._own_store = StoreActor.start(self.layout)
+        return self._own_store
 
     def _git(self) -> PrivateRepo:
         if self._repo is None:
@@ -218,10 +238,10 @@ class Checkpointer:
 
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
-        """Serialise callers and turn every failure into one ``CheckpointError``. Whatever
-        happened, no write transaction stays open on the shared connection: an exception that
-        lands between a ``BEGIN`` and its ``try`` (an interrupt, a killed caller) would otherwise
-        hold cox.db's write lock and stall every other writer, the store actor included."""
+        """Serialise callers and turn every failure into one ``CheckpointError``. This side never
+        holds a write transaction (its connection is read-only; the store writes each message in
+        one transaction of its own), so an interrupt here cannot stall cox.db's writer. Blobs
+        staged for rows that were never sent are dropped with the failure."""
         with self._lock:
             try:
                 yield
@@ -232,12 +252,7 @@ class Checkpointer:
             except (OSError, sqlite3.Error, ValueError, UnicodeError) as e:
                 raise CheckpointError(f"checkpoint {what} failed: {type(e).__name__}: {e}") from e
             finally:
-                conn = self._conn
-                if conn is not None and conn.in_transaction:
-                    try:
-                        conn.execute("ROLLBACK")
-                    except sqlite3.Error:
-                        log.warning("checkpoint rollback failed", what=what)
+                self._staged.clear()
 
     def _rel(self, path: Path | str) -> str:
         """The key a named file is recorded under: relative to the root (POSIX) when inside it,
@@ -266,26 +281,26 @@ class Checkpointer:
         return {r[0] for r in rows}
 
     def _put(self, data: bytes) -> str:
-        return archive.put(self._db(), self.layout.archive, data, kind="checkpoint")
+        """Stage a pre-image for the rows being built: a big one's file is written here, its
+        index row goes to the store with the checkpoint rows (``_insert``)."""
+        row = archive.stage(self.layout.archive, data, kind="checkpoint")
+        self._staged.append(row)
+        return row.id
 
     def _insert(self, session_id: str, turn: int, call_id: str, rows: list[_Row], began: float | None = None) -> None:
-        if not rows:
+        """The store writes the rows and the pre-images they name, in one transaction."""
+        staged, self._staged = tuple(self._staged), []
+        if not rows and not staged:
             return
-        conn = self._db()
-        now = time.time()
-        start = now if began is None else began
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.executemany(
-                "INSERT INTO checkpoints (session_id, turn, call_id, root, path, kind, archive_id, size, "
-                "mode, too_big, origin, began, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(session_id, turn, call_id, str(self.root), r.path, r.kind, r.archive_id, r.size, r.mode,
-                  int(r.too_big), r.origin, start, now) for r in rows],
-            )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        self._ask(Checkpoint(session_id, turn, call_id, str(self.root),
+                             tuple(CheckpointRow(r.path, r.kind, r.archive_id, r.size, r.mode, r.too_big, r.origin)
+                                   for r in rows), staged, began))
+
+    def _post_images(self, session_id: str, posts: Iterable[tuple[str, str]], origin: str) -> None:
+        """What this session left in these files, recorded by the store."""
+        left = tuple(posts)
+        if left:
+            self._ask(PostImages(session_id, str(self.root), left, origin))
 
     # -- pre-images of named files -------------------------------------------------------------
 
@@ -299,8 +314,7 @@ class Checkpointer:
     def settle(self, session_id: str, rels: Iterable[str]) -> None:
         """After a call that named its files: record what it left in each (its post-image)."""
         with self._guard("after the write"):
-            post_images.record(self._db(), session_id, str(self.root),
-                               [(rel, post_images.current(self._abs(rel))) for rel in rels], NAMED)
+            self._post_images(session_id, [(rel, post_images.current(self._abs(rel))) for rel in rels], NAMED)
 
     def _record(self, session_id: str, turn: int, call_id: str, rels: list[str], *, follow: bool) -> list[str]:
         """Record the pre-image of each path. ``follow``: read through a symlink (a tool writes
@@ -390,9 +404,8 @@ class Checkpointer:
                 changes = [c for c in changes if c.path not in foreign]
             if not changes:
                 return []
-            post_images.record(self._db(), session_id, str(self.root),
-                               [(c.path, post_images.ABSENT if c.status == "D" else c.new_sha) for c in changes],
-                               SNAPSHOT)
+            self._post_images(session_id, [(c.path, post_images.ABSENT if c.status == "D" else c.new_sha)
+                                           for c in changes], SNAPSHOT)
             seen = self._seen(session_id, turn)
             rows: list[_Row] = []
             wanted: dict[str, list[_Row]] = {}
@@ -435,24 +448,11 @@ class Checkpointer:
         """One marker row per user turn: its first words, for the /rewind list. Calling it again
         for the same turn replaces the title."""
         with self._guard("marker"):
-            conn = self._db()
-            words = first_words(title)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = conn.execute(
-                    "UPDATE checkpoints SET title=? WHERE session_id=? AND turn=? AND kind='marker'",
-                    (words, session_id, turn),
-                )
-                if cur.rowcount == 0:
-                    conn.execute(
-                        "INSERT INTO checkpoints (session_id, turn, call_id, root, path, kind, title, "
-                        "created_at) VALUES (?,?,'',?,'','marker',?,?)",
-                        (session_id, turn, str(self.root), words, time.time()),
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            self._ask(self.marker_message(session_id, turn, title))
+
+    def marker_message(self, session_id: str, turn: int, title: str, only_if_missing: bool = False) -> Marker:
+        """The store message that writes this turn's marker (the session sends it without waiting)."""
+        return Marker(session_id, turn, str(self.root), title, only_if_missing)
 
     def timeline(self, session_id: str) -> list[dict[str, Any]]:
         """Turns newest first, ``{turn, files, title}``: what /rewind lists."""
@@ -541,7 +541,7 @@ class Checkpointer:
                     skipped[rel] = f"its archived pre-image is missing ({e})"
                 except OSError as e:
                     skipped[rel] = f"could not be written: {e.strerror or e}"
-            post_images.record(conn, session_id, str(self.root), left, REWOUND)  # the rewind's writes are ours too
+            self._post_images(session_id, left, REWOUND)  # the rewind's writes are ours too
             return Restored(done, skipped, conflicts)
 
     def _conflicts(self, session_id: str, first_at: dict[str, float]) -> dict[str, str]:
@@ -580,11 +580,7 @@ class Checkpointer:
         return out
 
     def _ensure_marker(self, session_id: str, turn: int, title: str) -> None:
-        exists = self._db().execute(
-            "SELECT 1 FROM checkpoints WHERE session_id=? AND turn=? AND kind='marker'", (session_id, turn)
-        ).fetchone()
-        if exists is None:
-            self.marker(session_id, turn, title)
+        self._ask(self.marker_message(session_id, turn, title, only_if_missing=True))
 
     @staticmethod
     def _same(target: Path, data: bytes, mode: int | None) -> bool:

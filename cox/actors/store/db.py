@@ -1,6 +1,7 @@
 """cox.db: the SQLite index of sessions, the usage ledger and small archived outputs.
 
-WAL mode so readers (``cox sessions``) never block the writer. The rollouts are the source of
+WAL mode so readers (``cox sessions``) never block the writer. The store actor is the one
+writer (``connect``); everyone else reads through ``connect_ro``. The rollouts are the source of
 truth; this index can be rebuilt from them.
 """
 
@@ -51,6 +52,22 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(SCHEMA)
     return conn
+
+
+def connect_ro(path: Path) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``): what every reader but the store actor opens, so a
+    surface or a checkpointer can never write, create or alter anything in cox.db. A table the
+    store has not made yet is ``sqlite3.OperationalError`` (``no such table``) for the reader."""
+    from urllib.parse import quote
+
+    conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10.0, check_same_thread=False,
+                           isolation_level=None)
+    return conn
+
+
+def missing_table(exc: sqlite3.Error) -> bool:
+    """Whether a read failed only because cox.db has no such table yet (nothing recorded)."""
+    return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
 
 
 def upsert_session(conn: sqlite3.Connection, meta: dict[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """The store actor's protocol: one typed message per request, matched with ``match``.
 
-Tells (nobody waits: ``Append``, ``Title``, ``Usage``) and asks (an answer or a
+Tells (nobody waits: ``Append``, ``Title``, ``Usage``; ``Marker`` is an ask nobody waits for
+until the turn ends) and asks (an answer or a
 :class:`~cox.actors.store.actor.StorageError`: the rest). NamedTuples, not dataclasses: they are
 built on the start-up path of ``cox run -p``, where a class costs less this way.
 """
@@ -66,6 +67,63 @@ class ArchiveGet(NamedTuple):
     archive_id: str
 
 
+class ArchiveRow(NamedTuple):
+    """An archived blob's index row: ``inline`` holds the bytes of a small one; a big one's file
+    (``archive/<id>``) was written by the sender before (``archive.stage``)."""
+
+    id: str
+    kind: str
+    size: int
+    inline: bytes | None
+
+
+class CheckpointRow(NamedTuple):
+    """One file's checkpoint row (``checkpoints.py`` says what the kinds mean)."""
+
+    path: str
+    kind: str
+    archive_id: str | None = None
+    size: int | None = None
+    mode: int | None = None
+    too_big: bool = False
+    origin: str = ""
+
+
+class Checkpoint(NamedTuple):
+    """One call's checkpoint rows and the archived pre-images they name, written in one
+    transaction (an ask: the rows exist before the model sees the call's result)."""
+
+    session: str
+    turn: int
+    call_id: str
+    root: str
+    rows: tuple[CheckpointRow, ...]
+    archived: tuple[ArchiveRow, ...] = ()
+    began: float | None = None
+
+
+class PostImages(NamedTuple):
+    """What a session left in each file: ``(path, content id)`` pairs (an ask)."""
+
+    session: str
+    root: str
+    posts: tuple[tuple[str, str], ...]
+    origin: str = ""
+
+
+class Marker(NamedTuple):
+    """A turn's /rewind marker, titled with the first words of ``text``. The session sends it
+    without waiting (``ask(block=False)``: a tell with a reply for its warning), so the store's
+    order writes it before that turn's closing ``Sync``. ``only_if_missing``: keep a title the
+    turn already has (a rewind's own turn)."""
+
+    session: str
+    turn: int
+    root: str
+    text: str
+    only_if_missing: bool = False
+
+
 class GetSession(NamedTuple):
     session: str
 
@@ -80,8 +138,8 @@ class ListSessions(NamedTuple):
     limit: int = 50
 
 
-StoreMessage = (Open | Append | Sync | Close | Title | Usage | ArchivePut | ArchiveGet | GetSession
-                | SpentSince | ListSessions)
+StoreMessage = (Open | Append | Sync | Close | Title | Usage | ArchivePut | ArchiveGet | Checkpoint | PostImages
+                | Marker | GetSession | SpentSince | ListSessions)
 
 TOLD = (Append, Title, Usage)
 """Messages sent with ``tell``: nobody waits for their answer."""

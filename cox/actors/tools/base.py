@@ -1,8 +1,17 @@
-"""The tool contract every built-in tool follows.
+"""The one definition of a tool, and what a tool may use while it runs.
 
-A tool has a spec (name, description, JSON schema), a risk and a subject for the permission
-engine, says whether it may run in parallel with others, and ``call()`` returns its full output.
-Tools never crash the turn: the ToolCall actor turns an exception into an error result.
+Every tool — built-in, MCP, MCP resources, ``tool_search`` — is a :class:`BaseTool`: a spec
+(name, description, JSON schema), a risk and a subject for the permission engine, whether it may
+run beside others, the files it writes (for checkpoints), and ``call()`` returning its full
+output. It is an ABC rather than a ``Protocol`` because the choke point (``execute.py``) calls
+``check``/``describe``/``writes`` on every tool and most tools keep the defaults here; a registry
+typed ``dict[str, BaseTool]`` makes mypy prove each one conforms.
+
+A tool sees its session through :class:`ToolEnv` (per call) and :class:`ToolServices` (the
+session's shared services, typed, each with an empty default so a tool run outside a session —
+``cox mcp serve``, a test — gets "none"). A tool never writes session state: what it has to say
+back (tools ``tool_search`` enabled, a notice) goes in its :class:`ToolResult`. Tools never crash
+the turn: ``execute.run`` turns an exception into an error result.
 """
 
 from __future__ import annotations
@@ -16,16 +25,71 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cox.protocol.interfaces import CancelToken
-from cox.protocol.types import Risk, ToolCall, ToolResult
+from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult
 from cox.slim import dataclass
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
+    from cox.actors.store.checkpoints import Checkpointer
     from cox.policy.reads import ReadGuard
     from cox.policy.rules import Rule
+
+    from .jobs import Jobs
+    from .shell_env import SessionTmp
+
+ArchivePut = Callable[[bytes], str]
+"""Keeps bytes whole and returns their archive id (``cox expand ID``); raises when it cannot."""
+
+Ask = Callable[[dict[str, Any]], "concurrent.futures.Future[dict[str, Any]]"]
+"""Puts an MCP server's elicitation to the person (``mcp/elicit.py``); the future settles with
+the ``ElicitResult`` fields."""
+
+CallCheckpoint = tuple["Checkpointer", str, int]
+"""``(checkpointer, session_id, turn)``: where a writing call's pre-images go."""
 
 
 class ToolInputError(ValueError):
     """The model sent input the tool cannot use; the message goes back to the model."""
+
+
+@dataclass(frozen=True)
+class DeferredTool:
+    """A tool ``tool_search`` can enable: its name and the description it is found by."""
+
+    name: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ToolServices:
+    """The session's services a tool may use, one field each. The defaults are what a tool run
+    outside a session gets: the workspace-write sandbox, no background jobs, no archive, nothing
+    deferred, no one to ask. Shared by the session's calls and frozen: a tool cannot write session
+    state through it; it answers through its result."""
+
+    sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    writable_roots: tuple[Path, ...] = ()
+    """Writable in the sandbox besides the workspace roots (``sandbox.writable_roots``)."""
+    network: bool = False
+    jobs: Jobs | None = None
+    """Background commands (bash ``run_in_background``); None: this surface cannot keep them."""
+    archive: ArchivePut | None = None
+    """The lossless output archive (bash keeps what it printed, resources their blobs)."""
+    deferred_tools: tuple[DeferredTool, ...] = ()
+    """What ``tool_search`` searches."""
+    loaded: frozenset[str] = frozenset()
+    """The deferred tools already enabled when the call started (``tool_search`` says so)."""
+    ask: Ask | None = None
+    """Puts an MCP server's elicitation to the person; None: the server is declined."""
+    session_tmp: SessionTmp | None = None
+    """The session's private /tmp (None: the sandbox's own empty tmpfs)."""
+    read_deny: tuple[str, ...] | None = None
+    """The Read deny patterns the sandbox hides (None: cox's built-in ones)."""
+    cox_home: Path | None = None
+    """Read-only in the sandbox (None: ``cox_home()``)."""
+    env_keep: tuple[str, ...] = ()
+    """Variables a command keeps beyond the safe set (``shell.env_keep``)."""
 
 
 @dataclass
@@ -39,13 +103,15 @@ class ToolEnv:
     bash_timeout_s: float = 120.0
     bash_max_timeout_s: float = 600.0
     home: Path = field(default_factory=Path.home)
-    extra: dict[str, Any] = field(default_factory=dict)
+    services: ToolServices = field(default_factory=ToolServices)
     processes: list[Any] = field(default_factory=list)
     """Processes the call started and has not reaped yet; whoever ends the call early (a crash,
     a kill) ends and reaps these, so no process outlives its call."""
     reads: ReadGuard | None = None
     """The session's Read deny rules, compiled once by its engine (``Engine.read_guard``): the
     file tools never open what they deny. None: cox's built-in rules (see :func:`read_guard`)."""
+    checkpoint: CallCheckpoint | None = None
+    """Where this call's pre-images go (a writing call of a session that keeps checkpoints)."""
 
 
 def read_guard(env: ToolEnv) -> ReadGuard:
@@ -84,6 +150,10 @@ class BaseTool(ABC):
     input_schema: dict[str, Any] = {}
     parallel: bool = False
     required: tuple[str, ...] = ()
+    server: str = ""
+    """The MCP server an MCP tool comes from ("" for cox's own)."""
+    trusted: bool = True
+    """False for an MCP tool whose definition waits for ``cox mcp trust``: it only says so."""
 
     def check(self, call_input: dict[str, Any]) -> None:
         for key in self.required:

@@ -227,7 +227,7 @@ class BashTool(BaseTool):
         except SandboxMissing as exc:
             return ToolResult.error(str(exc))
         planted: tuple[str, ...] = policy.must_not_appear if policy is not None else ()
-        child_env, _ = command_environment(tuple(env.extra.get("env_keep", ())))
+        child_env, _ = command_environment(env.services.env_keep)
         bare = argv[0] == "bash"
         if bare:
             REAPER.start()
@@ -284,7 +284,7 @@ class BashTool(BaseTool):
         from cox.policy.sandbox import remove_planted
 
         removed = remove_planted(planted)
-        tmp = env.extra.get("session_tmp")
+        tmp = env.services.session_tmp
         if tmp is not None and policy is not None:
             tmp.done_with(policy.tmp)
         try:
@@ -299,10 +299,10 @@ class BashTool(BaseTool):
 
     def _background(self, command: str, env: ToolEnv, child_env: dict[str, str], argv: list[str],
                     tag: str | None, planted: tuple[str, ...] = ()) -> ToolResult:
-        jobs = env.extra.get("jobs")
+        jobs = env.services.jobs
         if jobs is None:
             return ToolResult.error("this session cannot run background commands")
-        tmp = env.extra.get("session_tmp")
+        tmp = env.services.session_tmp
         host_tmp = tmp.path() if tmp is not None else None  # private to this session (0700)
         inside = host_tmp is not None and argv[0] != "bash"  # the log is then at /tmp/… in the sandbox
         # Never a shared /tmp/cox-jobs: another user's (or an attacker's) folder or link there.
@@ -348,21 +348,22 @@ def sandbox_for(env: ToolEnv, *, read_only: bool = False) -> Any:
 
     from .shell_env import sandbox_status
 
-    mode = SandboxMode(env.extra.get("sandbox_mode", SandboxMode.WORKSPACE_WRITE))
+    services = env.services
+    mode = SandboxMode(services.sandbox_mode)
     if mode is SandboxMode.DANGER_FULL_ACCESS:
         return None
     ok, why = sandbox_status()
     if not ok:
         raise SandboxMissing(fail_closed_sentence(why))
-    writable = tuple(env.roots) + tuple(Path(p) for p in env.extra.get("writable_roots", ()))
-    base = SandboxPolicy(mode, writable, bool(env.extra.get("network", False)))
-    tmp = env.extra.get("session_tmp")
-    cox_home = env.extra.get("cox_home")
+    writable = tuple(env.roots) + tuple(Path(p) for p in services.writable_roots)
+    base = SandboxPolicy(mode, writable, bool(services.network))
+    tmp = services.session_tmp
+    cox_home = services.cox_home
     if cox_home is None:
         from cox.actors.store.layout import cox_home as default_cox_home
 
         cox_home = default_cox_home()
-    deny = env.extra.get("read_deny")
+    deny = services.read_deny
     from .shell_env import login_environment
 
     return harden(base, cwd=env.cwd, home=env.home, cox_home=Path(cox_home),
@@ -425,7 +426,7 @@ def _result(code: int, out: Spool, err: Spool, timeout: float, timed_out: bool, 
     """What the command printed (stdout, then stderr under a ``[stderr]`` line), followed by
     cox's own lines (timed out, interrupted, ``[exit code N]``) for the model. The archive gets
     the printed bytes alone, exactly as they came, so ``cox expand ID > file`` is the output."""
-    archive = env.extra.get("archive")
+    archive = env.services.archive
     archive_id: str | None = None
     total = out.size + err.size
     o, e = out.read(), err.read()

@@ -30,7 +30,7 @@ def split_deferred(tools: Mapping[str, BaseTool], max_loaded: int) -> tuple[dict
     nothing changes (the same dict, so the request stays byte-identical)."""
     mcp = [name for name in tools if name.startswith(MCP_PREFIX)]
     # a tool pending trust answers only "not trusted yet": it takes a loaded place last
-    mcp.sort(key=lambda name: not getattr(tools[name], "trusted", True))
+    mcp.sort(key=lambda name: not tools[name].trusted)
     if len(mcp) <= max_loaded:
         return dict(tools), {}
     later = set(mcp[max(max_loaded, 0):])
@@ -42,7 +42,7 @@ def split_deferred(tools: Mapping[str, BaseTool], max_loaded: int) -> tuple[dict
 
 def summary(deferred: Mapping[str, BaseTool]) -> str:
     """``31 more MCP tools are deferred (github: 25, jira: 6)``: the servers by how many wait."""
-    servers = Counter(str(getattr(tool, "server", "") or name.split("__")[1]) for name, tool in deferred.items())
+    servers = Counter((tool.server or name.split("__")[1]) for name, tool in deferred.items())
     parts = ", ".join(f"{server}: {n}" for server, n in sorted(servers.items(), key=lambda kv: (-kv[1], kv[0])))
     count = len(deferred)
     return f"{count} more MCP tool{'s' if count != 1 else ''} {'are' if count != 1 else 'is'} deferred ({parts})"

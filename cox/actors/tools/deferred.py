@@ -2,10 +2,11 @@
 
 Every tool spec in the request costs tokens and sits in the cache prefix, so rarely used tools
 (LSP navigation, most MCP tools) are left out and listed only by name and description in
-``env.extra["deferred_tools"]``. The model searches that catalog by words; the tools it finds
-are recorded in ``env.extra["activated_tools"]`` and the session adds their specs to the next
-request (and emits the Notice that the cache prefix changed). ``select:a,b`` picks tools by
-exact name. Which tools are deferred is ``deferral.py``'s choice.
+``env.services.deferred_tools``. The model searches that catalog by words; the tool never
+changes the session: the names it enabled travel back in its result (``meta["activated"]``,
+see :func:`activated`), and the session adds their specs to the next request (and emits the
+Notice that the cache prefix changed). ``select:a,b`` picks tools by exact name. Which tools
+are deferred is ``deferral.py``'s choice.
 """
 
 from __future__ import annotations
@@ -55,12 +56,13 @@ def score(query: str, name: str, description: str) -> float:
 
 
 def catalog(env: ToolEnv) -> list[dict[str, str]]:
-    raw = env.extra.get("deferred_tools") or []
-    out = []
-    for t in raw:
-        if isinstance(t, dict) and isinstance(t.get("name"), str):
-            out.append({"name": t["name"], "description": str(t.get("description") or "")})
-    return out
+    return [{"name": t.name, "description": t.description} for t in env.services.deferred_tools]
+
+
+def activated(result: ToolResult) -> list[str]:
+    """The tool names a ``tool_search`` result enabled (the session adds them to its tools)."""
+    names = result.meta.get("activated") if result.ok else None
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
 class ToolSearchTool(BaseTool):
@@ -120,9 +122,7 @@ class ToolSearchTool(BaseTool):
         if not found:
             return ToolResult(visible=f"no deferred tool matches {query!r}; try other words, or one of: "
                               f"{', '.join(sorted(by_name))}", meta={"matches": 0})
-        active: list[str] = env.extra.setdefault("activated_tools", [])
-        new = [t["name"] for t in found if t["name"] not in active]
-        active.extend(new)
+        new = [t["name"] for t in found if t["name"] not in env.services.loaded]
         lines = [f"{t['name']}: {t['description']}" if t["description"] else t["name"] for t in found]
         if new:
             lines.append(f"enabled: {', '.join(new)} (callable from your next step)")

@@ -1,8 +1,9 @@
 """``todo_write``: the model's task list for the work at hand.
 
 Writing the plan down keeps a long task on track (and shows the person what the model thinks
-it is doing). Each call replaces the whole list, so there is no partial state to merge; the
-list lives in ``env.extra["todos"]``, which the session surfaces to the TUI. The tool changes no
+it is doing). Each call replaces the whole list, so there is no partial state to merge: the list
+is the call's input, rendered in its result (the items also in ``meta["items"]``), and the
+latest ``todo_write`` in the conversation is the plan. The tool keeps no state and changes no
 file, hence ReadOnly, but calls run one at a time so the last write wins in order.
 """
 
@@ -90,6 +91,5 @@ class TodoWriteTool(BaseTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         todos = parse_todos(call.input.get("todos"))
-        env.extra["todos"] = todos
         counts = {s: sum(1 for t in todos if t["status"] == s) for s in STATUSES}
-        return ToolResult(visible=render(todos), meta={"todos": len(todos), **counts})
+        return ToolResult(visible=render(todos), meta={"todos": len(todos), **counts, "items": todos})

@@ -983,10 +983,16 @@ class TUI:
         from cox.actors.store import checkpoints, db
         from cox.actors.store.layout import Layout, cox_home
 
-        conn = db.connect(Path(self.db_path) if self.db_path else Layout(cox_home()).db)
+        path = Path(self.db_path) if self.db_path else Layout(cox_home()).db
+        if not path.exists():
+            return []
+        conn = db.connect_ro(path)  # read-only, no DDL: the store actor is cox.db's one writer
         try:
-            checkpoints.ensure_schema(conn)
             return checkpoints.timeline(conn, str(self.handle.session_id))
+        except sqlite3.Error as exc:
+            if db.missing_table(exc):
+                return []  # nothing checkpointed in this home yet
+            raise
         finally:
             conn.close()
 
