@@ -1,6 +1,6 @@
 """How a surface shows a ``Question`` event: who asks, the prompt, and what kind of answer.
 
-The session asks an MCP server's form one field at a time (``cox/actors/session/questions.py``
+The session asks an MCP server's form one field at a time (``cox/actors/mcp/questions.py``
 says why): a Question's ``schema`` holds one property (a field, or ``action`` for the review and
 URL steps) and an ``x-cox`` object whose ``keep`` says an empty answer keeps the last one. This
 module turns that into a :class:`Shape` the TUI modal and ``--plain`` both render:
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cox.actors.session.questions import options_of
+from cox.actors.mcp.questions import options_of
 from cox.policy.sanitize import sanitize
 
 __all__ = ["Shape", "closed_text", "shape"]

@@ -21,6 +21,7 @@ import pytest
 from cox.actors.provider.anthropic import MISSING_KEY, AnthropicProvider, decode_events
 from cox.actors.provider.stream import _Assembler
 from cox.actors.provider.transport import close_clients
+from cox.actors.session.messages import StreamEnd, StreamNotice, StreamText
 from cox.protocol.model import (
     ModelRequest,
     ProviderError,
@@ -476,10 +477,10 @@ def test_retries_through_the_provider_stream_actor(api: Loopback) -> None:
     while True:
         m = got.get(timeout=10)
         messages.append(m)
-        if m[0] == "s_end":
+        if isinstance(m, StreamEnd):
             break
     sink.stop()
-    assert [m[0] for m in messages] == ["s_notice", "s_text", "s_end"]
-    result: StreamResult = messages[-1][1]
+    assert [type(m) for m in messages] == [StreamNotice, StreamText, StreamEnd]
+    result: StreamResult = messages[-1].result
     assert result.error is None and result.content == [{"type": "text", "text": "fine"}]
     assert result.usage.cache_read_tokens == 3000 and len(api.requests) == 2

@@ -29,6 +29,7 @@ from cox.actors.provider.openai_responses import OpenAIResponsesProvider
 from cox.actors.provider.stream import MAX_RETRIES, ProviderStreamActor, StreamResult
 from cox.actors.provider.transport import _post_sse_httpx, close_clients
 from cox.actors.provider.waits import is_keepalive
+from cox.actors.session.messages import StreamEnd, StreamNotice
 from cox.config.schema import ProviderConfig
 from cox.protocol.model import ModelRequest, ProviderError
 from cox.supervisors import CancelScope
@@ -76,7 +77,7 @@ def rate_limited(headers: dict[str, str]) -> Reply:
 
 def run_stream(provider: Any) -> tuple[list[Any], float]:
     """Run one request through the real ProviderStream actor; every message it told the session,
-    up to its ``s_end``, and the seconds it took."""
+    up to its ``StreamEnd``, and the seconds it took."""
     got: queue.Queue[Any] = queue.Queue()
 
     class Sink(pykka.ThreadingActor):
@@ -92,18 +93,18 @@ def run_stream(provider: Any) -> tuple[list[Any], float]:
         while True:
             message = got.get(timeout=HANG)
             messages.append(message)
-            if message[0] == "s_end":
+            if isinstance(message, StreamEnd):
                 return messages, time.monotonic() - began
     finally:
         sink.stop()
 
 
 def notices(messages: list[Any]) -> list[str]:
-    return [m[2] for m in messages if m[0] == "s_notice"]
+    return [m.text for m in messages if isinstance(m, StreamNotice)]
 
 
 def result(messages: list[Any]) -> StreamResult:
-    end: StreamResult = messages[-1][1]
+    end: StreamResult = messages[-1].result
     return end
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from cox.actors.session.questions import Ask, Done, UrlRefused, check_url, dialogue_for
+from cox.actors.mcp.questions import Ask, Done, UrlRefused, check_url, dialogue_for
 from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.actors.tools.registry import builtin_tools
 from cox.protocol import messages as m

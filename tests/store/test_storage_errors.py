@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cox.actors.session.messages import StorageFailed
 from cox.actors.store import presence
 from cox.actors.store.actor import StorageError, StoreActor
 from cox.actors.store.layout import Layout
@@ -43,8 +44,9 @@ def test_a_failed_db_write_is_told_once_and_raised_by_the_next_sync(store: Store
     assert store.on_receive(Usage("S", {"model": "m"})) is None  # a tell: the store lives on
     assert store.on_receive(Title("S", "t")) is None
     assert len(rep.told) == 1
-    kind, episode, sentence = rep.told[0]
-    assert kind == "storage_failed" and episode == 1
+    told = rep.told[0]
+    assert isinstance(told, StorageFailed) and told.episode == 1
+    sentence = told.sentence
     assert f"could not write the session index {store.layout.db}" in sentence
     with pytest.raises(StorageError) as info:
         store.on_receive(Sync("S"))

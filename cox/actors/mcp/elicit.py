@@ -3,7 +3,7 @@ call clocks that stop while a person is being asked.
 
 A server elicits during one of its tool calls, but over stdio nothing in the request names that
 call. Each call in flight therefore registers its session's ``ask`` (``env.services.ask``, see
-``cox/actors/session/questions.py``) with the connection's :class:`Elicitor`; a request goes to
+``cox/actors/mcp/questions.py``) with the connection's :class:`Elicitor`; a request goes to
 the newest call that has one. With none (a server eliciting outside a call, or a call from a
 surface that cannot ask), the server gets ``decline``.
 

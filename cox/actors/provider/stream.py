@@ -22,6 +22,7 @@ from typing import Any
 
 import pykka
 
+from cox.actors.session.messages import StreamEnd, StreamNotice, StreamText, StreamThinking
 from cox.config.schema import ProviderConfig
 from cox.policy.redact import scrub
 from cox.protocol.interfaces import CancelToken, Provider
@@ -194,8 +195,8 @@ class ProviderStreamActor(CoxActor):
                             break
                         shown = asm.feed(d)
                         if shown:
-                            kind = "s_text" if isinstance(d, TextPart) else "s_thinking"
-                            self.reply_to.tell((kind, sid, shown))
+                            kind = StreamText if isinstance(d, TextPart) else StreamThinking
+                            self.reply_to.tell(kind(sid, shown))
                             if not emitted:
                                 # Hand the GIL over once: the session relays the first delta now
                                 # instead of after this thread's next switch interval of parsing.
@@ -225,8 +226,8 @@ class ProviderStreamActor(CoxActor):
                         self._end(asm, started, final)
                         return
                     attempt += 1
-                    self.reply_to.tell(("s_notice", sid, f"model request failed ({err}); retrying in "
-                                                         f"{seconds(delay)} s (retry {attempt} of {MAX_RETRIES})"))
+                    self.reply_to.tell(StreamNotice(sid, f"model request failed ({err}); retrying in "
+                                                    f"{seconds(delay)} s (retry {attempt} of {MAX_RETRIES})"))
                     if wait_cancelled(self.cancel, delay):
                         break
                     continue
@@ -243,9 +244,9 @@ class ProviderStreamActor(CoxActor):
             break
         api_ms = (time.monotonic() - started) * 1000
         if self.cancel.cancelled:
-            self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), cancelled=True, api_ms=api_ms)))
+            self.reply_to.tell(StreamEnd(StreamResult(sid, content=asm.finish(), cancelled=True, api_ms=api_ms)))
             return
-        self.reply_to.tell(("s_end", StreamResult(sid, content=asm.finish(), stop=asm.stop, usage=asm.usage,
+        self.reply_to.tell(StreamEnd(StreamResult(sid, content=asm.finish(), stop=asm.stop, usage=asm.usage,
                                                   api_ms=api_ms, model=self.request.model)))
 
     @staticmethod
@@ -261,7 +262,7 @@ class ProviderStreamActor(CoxActor):
         return None
 
     def _end(self, asm: _Assembler, started: float, err: ProviderError) -> None:
-        self.reply_to.tell(("s_end", StreamResult(self.stream_id, content=asm.finish(), error=err,
+        self.reply_to.tell(StreamEnd(StreamResult(self.stream_id, content=asm.finish(), error=err,
                                                   api_ms=(time.monotonic() - started) * 1000)))
 
 

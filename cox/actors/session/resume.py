@@ -6,13 +6,15 @@ turn it names, and the turn counter keeps counting from the highest turn seen.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from cox.slim import dataclass
 
 from .history import result_block, user_text
 
 
-@dataclass
+@dataclass(slots=True)
 class Rebuilt:
     history: list[dict[str, Any]] = field(default_factory=list)
     last_turn: int = 0

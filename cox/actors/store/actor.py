@@ -24,6 +24,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from cox.actors.session.messages import StorageFailed
 from cox.log import get_logger
 from cox.supervisors import CoxActor
 
@@ -140,7 +141,7 @@ class StoreActor(CoxActor):
             reporter = self.reporters.get(sid)
             if reporter is not None:
                 try:
-                    reporter.tell(("storage_failed", error.episode, str(error)))
+                    reporter.tell(StorageFailed(error.episode, str(error)))
                 except Exception:  # the session is gone: its next sync, if any, still raises
                     pass
         elif sid is not None:

@@ -2,7 +2,7 @@
 
 It runs the call in its own thread through the one choke point (``execute.execute``:
 checkpoint, run, cap and archive), so a slow or stuck tool never blocks the session, and tells
-the session ``("tool_done", gen, call_id, result, ms, files)`` exactly once. If the actor dies
+the session one ``ToolDone`` (``cox.actors.session.messages``) exactly once. If the actor dies
 without that message, its supervisor's exit report reaches the session, which fills in an error
 result instead. Whoever ends the call early ends and reaps the processes it started.
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 import pykka
 
+from cox.actors.session.messages import ToolDone
 from cox.protocol.types import ToolCall
 from cox.supervisors import CoxActor
 
@@ -39,8 +40,8 @@ class ToolCallActor(CoxActor):
         if message == "run":
             started = time.monotonic()
             done = execute(self.tool, self.call, self.env, archive=self.archive_put, limits=self.limits)
-            self.reply_to.tell(("tool_done", self.gen, self.call.id, done.result, (time.monotonic() - started) * 1000,
-                                list(done.files)))
+            self.reply_to.tell(ToolDone(self.gen, self.call.id, done.result, (time.monotonic() - started) * 1000,
+                                        list(done.files)))
             self.stop()
         return None
 

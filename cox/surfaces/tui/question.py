@@ -3,7 +3,7 @@
 Two kinds of question use it:
 
 - a session's ``Question`` event (an MCP server's elicitation, asked one field, review step or
-  URL at a time; see ``cox/actors/session/questions.py``): the answer goes back as
+  URL at a time; see ``cox/actors/mcp/questions.py``): the answer goes back as
   ``Answer{question_id}``, Esc sends ``Answer{declined: true}``, which cancels the whole request;
   a ``QuestionClosed`` (the server withdrew it, the turn was interrupted or ended) takes the
   modal away, and the transcript gets a one-line notice of why;

@@ -4,7 +4,7 @@ Opening a browser can block (``webbrowser`` starts a program and may wait for it
 runs on the session's thread; and no thread runs outside the supervisor tree (DESIGN §3), so it is
 not a bare thread either but an actor the session spawns linked (``SessionActor._spawn``): its
 exit, however it happens, is reported to the session. It opens the URL once, tells the session
-``("url_not_opened", source, url, why)`` when it could not, and stops. A daemon thread, like the
+``UrlNotOpened`` when it could not, and stops. A daemon thread, like the
 bare thread it replaces: a browser that never returns must not keep cox from exiting.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 import pykka
 
+from cox.actors.session.messages import UrlNotOpened
 from cox.supervisors import CoxActor
 
 Opener = Callable[[str], str | None]
@@ -38,7 +39,7 @@ class UrlOpener(CoxActor):
             why = str(exc) or type(exc).__name__
         if why:
             try:
-                self.reply_to.tell(("url_not_opened", self.source, self.url, why))
+                self.reply_to.tell(UrlNotOpened(self.source, self.url, why))
             except pykka.ActorDeadError:
                 pass  # the session is gone: nobody is left to tell
         self.stop()

@@ -1,0 +1,120 @@
+"""How an event leaves the session: the rollout first (scrubbed), then every surface, in order.
+
+- Secrets split across deltas: text deltas and each call's output chunks go through a carry-over
+  window (``policy.redact.Carry``) so a secret's start is never released apart from its end; an
+  event that ends a text block releases what the window holds first.
+- The rollout gets a scrubbed copy of the events that carry model or tool text.
+- A turn's end is the durability point: before its ``turn_done`` is written the rollout is
+  fsynced, and a write that failed since the last sync makes that turn_done an error — one
+  turn_done per turn, and it tells the truth about the disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from cox.actors.store import messages as sm
+from cox.log import get_logger
+from cox.policy.redact import Carry
+from cox.protocol import messages as m
+from cox.protocol.types import StopReason
+
+log = get_logger("cox.session")
+
+Sink = Callable[[Any, str], None]
+"""A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
+
+ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
+                    "error", "notice", "turn_done"}  # the last three carry provider error messages
+MID_BLOCK = {"text_delta", "notice"}
+"""Events that may come in the middle of a text block (a background notice); any other ends it."""
+
+
+class Recorder:
+    def __init__(self, session_id: str, store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink],
+                 turns: Callable[[], int]) -> None:
+        self.session_id = session_id
+        self.store = store
+        self.sinks = sinks
+        self.turns = turns
+        self.carry = Carry()
+        self.output_carry: dict[str, Carry] = {}
+        self.storage_episode = 0
+        """The last storage failure reported (``store.actor.StorageError.episode``)."""
+
+    def emit(self, event: Any) -> None:
+        if event.type == "text_delta":
+            shown = self.carry.feed(event.text)  # a tail that may start a secret waits for the next delta
+            if not shown:
+                return
+            event = m.TextDelta(text=shown)
+        elif event.type == "tool_call_output":
+            shown = self.output_carry.setdefault(event.call_id, Carry()).feed(event.chunk)
+            if not shown:
+                return
+            event = m.ToolCallOutput(call_id=event.call_id, chunk=shown)
+        self._out(event)
+
+    def fresh_failure(self, episode: int) -> bool:
+        """A storage failure not reported yet (the turn-end sync may have reported it)."""
+        if episode <= self.storage_episode:
+            return False
+        self.storage_episode = episode
+        return True
+
+    def _out(self, event: Any) -> None:
+        if self.carry.held and event.type not in MID_BLOCK:
+            self._out(m.TextDelta(text=self.carry.flush()))
+        if event.type == "tool_call_done":
+            output = self.output_carry.pop(event.call_id, None)
+            if output is not None and output.held:
+                self._out(m.ToolCallOutput(call_id=event.call_id, chunk=output.flush()))
+        if event.type in ROLLOUT_SCRUBBED:
+            line, changed = m.encode_scrubbed(event)
+        else:
+            line, changed = m.encode(event), False
+        store = self.store()
+        if store is not None:
+            if event.type == "turn_done" and event.stop is not StopReason.ERROR:
+                # Before the turn's end is written: is what the turn did all on disk? If not, the
+                # turn did not succeed, and its one turn_done says so.
+                failure = self._sync(store)
+                if failure is not None:
+                    self._out(m.ErrorEvent(message=failure))
+                    event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
+                    line = m.encode(event)
+            store.tell(sm.Append(self.session_id, line))
+            if event.type == "turn_done":
+                failure = self._sync(store)
+                if failure is not None and event.stop is not StopReason.ERROR:
+                    # The turn_done line itself was not written: the surfaces still hear the
+                    # error, and the rollout (whole lines only) ends before this turn's end.
+                    error = m.ErrorEvent(message=failure)
+                    self._to_sinks(error, m.encode(error))
+                    event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
+                    line = m.encode(event)
+        self._to_sinks(event, line)
+        if changed and event.type == "tool_call_done":
+            self._out(m.Notice(level="security",
+                               message="tool output contained a secret-shaped string; redacted in the rollout"))
+
+    def _to_sinks(self, event: Any, line: str) -> None:
+        for sink in self.sinks:
+            try:
+                sink(event, line)
+            except Exception:
+                log.exception("surface sink failed")
+
+    def _sync(self, store: pykka.ActorRef[Any]) -> str | None:
+        """fsync the rollout at a turn's end; the store's sentence when a write failed since the
+        last sync (a failure of the sync itself included), else None."""
+        try:
+            store.ask(sm.Sync(self.session_id, {"turns": self.turns()}), timeout=10)
+        except Exception as exc:
+            log.error("rollout sync failed", error=str(exc))
+            self.storage_episode = max(self.storage_episode, getattr(exc, "episode", 0))
+            return str(exc) if type(exc).__name__ == "StorageError" else f"could not sync the rollout: {exc}"
+        return None
