@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import concurrent.futures
 
     from cox.actors.store.checkpoints import Checkpointer
+    from cox.agents.runner import AgentRunner
     from cox.policy.reads import ReadGuard
     from cox.policy.rules import Rule
 
@@ -90,6 +91,8 @@ class ToolServices:
     """Read-only in the sandbox (None: ``cox_home()``)."""
     env_keep: tuple[str, ...] = ()
     """Variables a command keeps beyond the safe set (``shell.env_keep``)."""
+    agents: AgentRunner | None = None
+    """The parent session's subagents (``cox.agents.runner``); None: this surface has none."""
 
 
 @dataclass
