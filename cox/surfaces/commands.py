@@ -147,6 +147,17 @@ def session_tools(app: Any, prep: Prepared, *,
     Returns ``(tools, deferred)``: MCP tools past ``mcp.max_loaded_tools`` are deferred, found
     and loaded through ``tool_search`` (``cox.actors.tools.deferral``)."""
     tools = _tools()
+    if prep.settings.max_agent_depth > 0:  # the agent tools, with the types this folder has
+        from cox.actors.tools.agent import agent_tools
+        from cox.agents.defs import load_agents
+
+        agents = load_agents(prep.cwd, prep.settings.home)
+        from cox.policy.sanitize import sanitize
+
+        for warning in agents.warnings:  # as the config's: on stderr, and among the TUI's first notices
+            print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+        prep.config.warnings.extend(agents.warnings)
+        tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
     from cox.actors.mcp.config import load_servers
 
     servers = load_servers(prep.config.mcp, prep.cwd)

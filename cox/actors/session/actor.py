@@ -43,9 +43,11 @@ from cox.supervisors.actor import Exit, spawn_linked
 from cox.supervisors.timer import scheduler
 
 from . import messages as fx
+from .agents import AgentHost, Lineage
 from .checkpointing import Said
 from .holder import ScopeHolder as ScopeHolder
 from .holder import reap_later
+from .ledger import Purse
 from .machine import TurnMachine
 from .recorder import Recorder
 from .recorder import Sink as Sink
@@ -98,7 +100,7 @@ class SessionActor(CoxActor):
     def __init__(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
                  store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink], holder: ScopeHolder,
                  resumed: Rebuilt | None = None, hooks: Hook | None = None,
-                 deferred: dict[str, BaseTool] | None = None) -> None:
+                 deferred: dict[str, BaseTool] | None = None, lineage: Lineage | None = None) -> None:
         super().__init__()
         from cox.actors.mcp.elicitation import ElicitationBroker
         from cox.actors.tools.jobs import Jobs
@@ -124,6 +126,8 @@ class SessionActor(CoxActor):
                                               settings.checkpoints, store)
         self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn)
         self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
+        self.lineage = lineage or Lineage(0, Purse())
+        self.agents = AgentHost(self, self.lineage)
         self.turns: dict[int, _TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
         deferred = dict(deferred or {})
@@ -132,7 +136,7 @@ class SessionActor(CoxActor):
             sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
             network=settings.network, jobs=self.jobs, archive=self._archive_put,
             deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
-            ask=self.broker.ask_from_thread, session_tmp=self.tmp,
+            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.agents,
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
             cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
         )
@@ -144,14 +148,15 @@ class SessionActor(CoxActor):
                 self.tools[name] = deferred[name]
         guard = engine.read_guard() if hasattr(engine, "read_guard") else None
         assembler = Assembler(settings.model, specs(tools), settings.cwd,
-                              microcompact_after_turns=settings.microcompact_after_turns, reads=guard)
+                              microcompact_after_turns=settings.microcompact_after_turns, reads=guard,
+                              role=settings.agent_prompt)
         # A repeated read is answered from the earlier result only while that result is still
         # sent whole (microcompaction has not turned it into a pointer yet).
         window = settings.dedup_window_turns
         if settings.microcompact_after_turns > 0:
             window = min(window, settings.microcompact_after_turns)
         self.machine = TurnMachine(settings, tools, deferred, _Ports(self), assembler, ReadCache(window), resumed,
-                                   has_hooks=hooks is not None)
+                                   has_hooks=hooks is not None, purse=self.lineage.purse)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -160,7 +165,8 @@ class SessionActor(CoxActor):
         others: Any = []
         if store is not None:
             try:  # a failure is told back as StorageFailed and raised again at the turn's end
-                meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.machine.main_model()}
+                meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.machine.main_model(),
+                        "parent_id": self.lineage.parent_id or None}
                 others = store.ask(sm.Open(meta, self.actor_ref), timeout=10)
             except Exception as exc:
                 if type(exc).__name__ != "StorageError":
@@ -177,6 +183,7 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
+        self.agents.close_all()
         self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -206,6 +213,16 @@ class SessionActor(CoxActor):
         match message:
             case fx.ChildExit():
                 self.children.pop((message.kind, message.gen, message.ident), None)
+                if message.kind == "agent":
+                    self.agents.exited(message.ident, message.why)
+                self._apply(self.machine.on(message))
+            case fx.ChildEvent():
+                for event in self.agents.relay(message):
+                    self.recorder.emit(event)
+            case m.Approve() if self.agents.route(message):
+                pass  # a subagent's call: the child has the answer
+            case m.Interrupt():
+                self.agents.interrupt_all()  # every child, in the same broadcast as the turn
                 self._apply(self.machine.on(message))
             case fx.WatchdogTick():
                 self._watchdog(message.gen)
@@ -364,6 +381,10 @@ class SessionActor(CoxActor):
             services=replace(self.tool_services, loaded=frozenset(n for n in self.deferred if n in self.tools)),
             reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
+
+    def spawn_child(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
+        """A subagent's session, linked to this one like a turn's children (any thread)."""
+        return self._spawn(key, start)
 
     def _spawn(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
         """Start a turn child linked to this session: its exit, however it happens, comes back

@@ -38,7 +38,7 @@ from cox.supervisors.cancel import CancelScope
 from . import history as h
 from . import messages as fx
 from .batch import Batch
-from .ledger import Ledger
+from .ledger import Ledger, Purse
 from .state import Compaction, Turn
 
 if TYPE_CHECKING:
@@ -85,7 +85,8 @@ class Ports(Protocol):
 
 class TurnMachine:
     def __init__(self, settings: SessionSettings, tools: dict[str, Any], deferred: dict[str, Any], ports: Ports,
-                 assembler: Assembler, reads: ReadCache, resumed: Rebuilt | None, has_hooks: bool) -> None:
+                 assembler: Assembler, reads: ReadCache, resumed: Rebuilt | None, has_hooks: bool,
+                 purse: Purse | None = None) -> None:
         self.s = settings
         self.tools = tools
         self.deferred = deferred
@@ -109,7 +110,7 @@ class TurnMachine:
         self.grants: list[str] = []
         self.denials: list[dict[str, Any]] = []
         self.ledger = Ledger(settings.model, settings.budget_usd, settings.monthly_budget_usd,
-                             settings.model_overrides)
+                             settings.model_overrides, purse)
         self.closing = False
         self.hook_context: str | None = None
         """A SessionStart hook's additionalContext, sent with the first prompt."""
@@ -666,6 +667,8 @@ class TurnMachine:
             from cox.actors.tools.deferred import activated
 
             self._activate_deferred(activated(result))
+        if result.meta.get("changes_files"):  # a subagent's writes: no earlier read stands for a new one
+            self.reads.invalidate(None)
         if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
             self._notice("warning", result.meta["notice"])
 

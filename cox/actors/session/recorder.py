@@ -28,7 +28,7 @@ Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
 
 ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
-                    "error", "notice", "turn_done"}  # the last three carry provider error messages
+                    "error", "notice", "turn_done", "agent_event"}  # the last three carry provider error messages
 MID_BLOCK = {"text_delta", "notice"}
 """Events that may come in the middle of a text block (a background notice); any other ends it."""
 

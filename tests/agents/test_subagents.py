@@ -1,0 +1,232 @@
+"""Subagents end to end: real parent and child session actors, real tools and store, the
+scripted model (each agent's replies keyed by its prompt)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cox.actors.tools.agent import agent_tools
+from cox.actors.tools.registry import builtin_tools
+from cox.protocol.types import PermissionMode
+from tests.harness import check_invariants, run_session
+
+
+def tools() -> dict[str, Any]:
+    return {**builtin_tools(), **agent_tools()}
+
+
+def agent_call(call_id: str, prompt: str, kind: str = "general-purpose", **extra: Any) -> dict[str, Any]:
+    return {"id": call_id, "name": "agent",
+            "input": {"description": f"task {call_id}", "prompt": prompt, "subagent_type": kind, **extra}}
+
+
+def test_an_explore_agent_reads_and_its_report_is_the_result(tmp_path: Path, cox_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("the answer is 42\n")
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("a1", "find the answer", "explore")]},
+        {"text": "The agent says 42."},
+    ], "what is the answer?", tools=tools(), mode=PermissionMode.BYPASS, agents={"find the answer": [
+        {"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "notes.txt"}}]},
+        {"text": "notes.txt:1 says the answer is 42"},
+    ]})
+    check_invariants(run)
+    done = [e for e in run.of("tool_call_done") if e.call_id == "a1"][0]
+    assert done.result.ok and done.result.visible.startswith("notes.txt:1 says the answer is 42")
+    relayed = run.of("agent_event")
+    assert {e.event["type"] for e in relayed} >= {"tool_call_requested", "tool_call_done", "turn_done"}
+    assert all(e.call_id == "a1" for e in relayed)
+    assert [t.stop.value for t in run.of("turn_done")] == ["end_turn"]
+
+
+def test_an_explore_agent_cannot_write_even_in_bypass_mode(tmp_path: Path, cox_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("a1", "look around", "explore")]},
+        {"text": "ok"},
+    ], "go", tools=tools(), mode=PermissionMode.BYPASS, agents={"look around": [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "marker.txt", "content": "x"}}]},
+        {"text": "I could not write"},
+    ]})
+    assert not (ws / "marker.txt").exists()
+    child_done = [e.event for e in run.of("agent_event") if e.event["type"] == "tool_call_done"]
+    assert child_done and child_done[0]["result"]["status"] in ("error", "denied")
+
+
+def test_a_general_agent_edits_and_the_parent_reads_the_change(tmp_path: Path, cox_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("old\n")
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [{"id": "r0", "name": "read", "input": {"path": "a.txt"}}]},
+        {"tool_calls": [agent_call("a1", "change a.txt to new")]},
+        {"tool_calls": [{"id": "r2", "name": "read", "input": {"path": "a.txt"}}]},
+        {"text": "done"},
+    ], "edit it", tools=tools(), mode=PermissionMode.ACCEPT_EDITS, agents={"change a.txt to new": [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "a.txt", "content": "new\n"}}]},
+        {"text": "a.txt now says new"},
+    ]})
+    check_invariants(run)
+    assert (ws / "a.txt").read_text() == "new\n"
+    second = [e for e in run.of("tool_call_done") if e.call_id == "r2"][0]
+    assert "new" in second.result.visible and "unchanged since" not in second.result.visible
+
+
+def test_parallel_foreground_agents_return_in_call_order(tmp_path: Path, cox_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("a1", "slow one"), agent_call("a2", "fast one")]},
+        {"text": "both back"},
+    ], "go", tools=tools(), mode=PermissionMode.BYPASS, agents={
+        "slow one": [{"text": "slow report", "delay_ms": 300}],
+        "fast one": [{"text": "fast report"}],
+    })
+    check_invariants(run)
+    results = [m for m in run.provider.requests[-1].messages if m["role"] == "user"][-1]["content"]  # type: ignore[union-attr]
+    assert [(b["tool_use_id"], b["content"]) for b in results] == [("a1", "slow report"), ("a2", "fast report")]
+
+
+def test_a_child_may_not_start_agents_beyond_the_depth_limit(tmp_path: Path, cox_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("a1", "nest")]},
+        {"text": "ok"},
+    ], "go", tools=tools(), mode=PermissionMode.BYPASS, agents={"nest": [
+        {"tool_calls": [agent_call("a9", "deeper")]},
+        {"text": "I could not nest"},
+    ]})
+    child_done = [e.event for e in run.of("agent_event") if e.event["type"] == "tool_call_done"]
+    assert child_done and "unknown tool 'agent'" in child_done[0]["result"]["visible"]
+
+
+def test_a_child_s_approval_reaches_the_person_labelled_and_the_answer_goes_back(tmp_path: Path,
+                                                                                cox_home: Path) -> None:
+    from cox.protocol import messages as m
+    from cox.protocol.types import Decision
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    asked: list[Any] = []
+
+    def react(event: Any, handle: Any, run: Any) -> None:
+        if event.type == "approval_required":
+            asked.append(event)
+            handle.submit(m.Approve(call_id=event.call.id, decision=Decision.ALLOW))
+
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("a1", "write it")]},
+        {"text": "ok"},
+    ], "go", tools=tools(), mode=PermissionMode.DEFAULT, react=react, agents={"write it": [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "out.txt", "content": "hi"}}]},
+        {"text": "wrote out.txt"},
+    ]})
+    check_invariants(run)
+    assert [a.call.id for a in asked] == ["w1"] and asked[0].reason.startswith("[agent ")
+    assert (ws / "out.txt").read_text() == "hi"
+    assert not [e for e in run.of("notice") if "no call is waiting" in e.message]
+
+
+def test_an_interrupt_ends_ten_running_children_at_once(tmp_path: Path, cox_home: Path) -> None:
+    from cox.protocol import messages as m
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    prompts = [f"work {n}" for n in range(10)]
+    started: set[str] = set()
+
+    def react(event: Any, handle: Any, run: Any) -> None:
+        if event.type == "agent_event" and event.event["type"] == "user_message":
+            started.add(event.agent_id)
+            if len(started) == 10:
+                handle.submit(m.Interrupt())
+
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call(f"a{n}", p) for n, p in enumerate(prompts)]},
+    ], "go", tools=tools(), mode=PermissionMode.BYPASS, react=react,
+        agents={p: [{"events": [{"text": "working"}, {"stall": True}]}] for p in prompts})
+    check_invariants(run)
+    assert [t.stop.value for t in run.of("turn_done")] == ["interrupted"]
+    child_ends = [e for e in run.of("agent_event") if e.event["type"] == "turn_done"]
+    assert sorted(e.agent_id for e in child_ends) == sorted(started)  # one each
+    assert {e.event["stop"] for e in child_ends} == {"interrupted"}
+    assert len({e.call_id for e in run.of("tool_call_done")}) == 10
+
+
+def test_budget_spent_in_a_child_stops_the_tree(tmp_path: Path, cox_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    pricey = {"input_tokens": 1000, "output_tokens": 1000}
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("a1", "spend")], "usage": {"input_tokens": 10, "output_tokens": 10}},
+        {"text": "never sent"},
+    ], "go", tools=tools(), mode=PermissionMode.BYPASS, budget_usd=0.01,
+        model_overrides={"scripted": {"input": 5.0, "output": 5.0}}, agents={"spend": [
+            {"tool_calls": [{"id": "b1", "name": "ls", "input": {}}], "usage": pricey},
+            {"text": "unreachable"},
+        ]})
+    check_invariants(run)
+    child_ends = [e.event for e in run.of("agent_event") if e.event["type"] == "turn_done"]
+    assert [e["stop"] for e in child_ends] == ["budget"]
+    assert [t.stop.value for t in run.of("turn_done")] == ["budget"]
+    child_cost = sum(e.event["usage"]["cost_usd"] for e in run.of("agent_event") if e.event["type"] == "usage")
+    assert child_cost >= 0.01  # relayed, for a surface to count the tree's spend
+
+
+def _running(token: str) -> list[int]:
+    import os
+
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if token.encode() in f.read():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def test_background_agents_wait_send_and_close(tmp_path: Path, cox_home: Path) -> None:
+    import uuid
+
+    token = f"{61 + uuid.uuid4().int % 1000}.{uuid.uuid4().int % 1000:03d}"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seen: list[list[int]] = []
+
+    def react(event: Any, handle: Any, run: Any) -> None:
+        import time
+
+        if event.type == "turn_done":  # the sleeper's command runs now: the test below means something
+            deadline = time.monotonic() + 30
+            while not _running(token) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            seen.append(_running(token))
+
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [agent_call("b1", "background one", run_in_background=True),
+                        agent_call("b2", "sleeper", run_in_background=True)]},
+        {"tool_calls": [{"id": "w1", "name": "agent_wait", "input": {"ids": ["S-a1"], "timeout": 60}}]},
+        {"tool_calls": [{"id": "s1", "name": "agent_send", "input": {"id": "S-a1", "text": "and one more thing"}}]},
+        {"tool_calls": [{"id": "w2", "name": "agent_wait", "input": {"ids": ["S-a1"], "timeout": 60}}]},
+        {"tool_calls": [{"id": "c1", "name": "agent_close", "input": {"id": "S-a1"}}]},
+        {"text": "done"},
+    ], "go", tools=tools(), mode=PermissionMode.BYPASS, session_id="S", react=react, agents={
+        "background one": [{"text": "first report"}, {"text": "second report"}],
+        "sleeper": [{"tool_calls": [{"id": "z1", "name": "bash", "input": {"command": f"sleep {token}"}}]},
+                    {"text": "never"}],
+    })
+    check_invariants(run)
+    done = {e.call_id: e.result for e in run.of("tool_call_done")}
+    assert "S-a1 started in the background" in done["b1"].visible
+    assert "first report" in done["w1"].visible
+    assert done["s1"].ok and "second report" in done["w2"].visible
+    assert done["c1"].ok
+    assert seen and seen[0], "the sleeper's command was running when the parent's turn ended"
+    assert not _running(token), "the parent closed: no process of its agents outlives it"
