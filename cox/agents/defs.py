@@ -54,6 +54,9 @@ request, and no real one comes close."""
 MAX_FILES = 200
 """Agent files read per folder (sub-folders included); the rest are skipped with a warning."""
 MAX_DEPTH = 4
+PROMPT_LIMIT = 64 * 1024
+"""Characters of a file's prompt kept, as for instruction files (``instruction_block``): it is
+sent with every request of the child."""
 DESCRIPTION_LIMIT = 4000
 """Characters of a description kept: every description reaches the parent's model with the
 ``agent`` tool on every request, so a repository must not be able to bloat it."""
@@ -303,6 +306,9 @@ def _definition(path: Path, text: str, warnings: list[str], *, project: bool, pa
     if len(description) > DESCRIPTION_LIMIT:
         warnings.append(f"{path}:{line}: the description is cut to {DESCRIPTION_LIMIT} characters")
         description = description[:DESCRIPTION_LIMIT]
+    if len(body) > PROMPT_LIMIT:
+        warnings.append(f"{path}: the prompt is cut to {PROMPT_LIMIT} characters")
+        body = body[:PROMPT_LIMIT]
     tools = _tools(path, get("tools"), warnings)
     disallowed = _tools(path, get("disallowedTools"), warnings)
     line, model_raw = scalar("model")
@@ -321,7 +327,9 @@ def _tools(path: Path, field: tuple[int, Value], warnings: list[str]) -> tuple[s
         return None
     if isinstance(value, Block):
         raise FrontMatterError(line, "a tool list is a comma-separated line or a list of names")
-    entries = value if isinstance(value, list) else _split_commas(value)
+    entries = [e.strip() for e in (value if isinstance(value, list) else _split_commas(value))]
+    if [e for e in entries if e] == ["*"]:
+        return None  # Claude Code's "every tool"
     out: list[str] = []
     for entry in entries:
         entry = entry.strip()

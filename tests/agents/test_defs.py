@@ -205,8 +205,11 @@ def test_the_documented_template_keeps_its_comments_out_and_drops_placeholder_to
     ("read, apply_patch, tool_search", ("read", "apply_patch", "tool_search")),
     ("Task, Agent", ("agent",)),
     ("READ, grep", ("read", "grep")),
+    ("\"*\"", None),
+    ("", None),
+    ("[]", ()),
 ])
-def test_claude_tool_names_map_onto_coxs(dirs: tuple[Path, Path], tools: str, want: tuple[str, ...]) -> None:
+def test_claude_tool_names_map_onto_coxs(dirs: tuple[Path, Path], tools: str, want: tuple[str, ...] | None) -> None:
     put(dirs[1] / ".cox" / "agents", "a.md", agent("a", f"tools: {tools}\n"))
     got = load(dirs)
     assert got.defs["a"].tools == want and got.warnings == ()
@@ -365,11 +368,12 @@ def test_sub_folders_are_read_and_the_file_count_is_capped(dirs: tuple[Path, Pat
     assert got.warnings == (f"{folder}: more than 3 agent files; the rest are skipped",)
 
 
-def test_a_long_description_is_cut(dirs: tuple[Path, Path]) -> None:
-    path = put(dirs[1] / ".cox" / "agents", "a.md", f"---\nname: a\ndescription: {'d' * 9000}\n---\n")
+def test_a_long_description_and_prompt_are_cut(dirs: tuple[Path, Path]) -> None:
+    path = put(dirs[1] / ".cox" / "agents", "a.md", f"---\nname: a\ndescription: {'d' * 9000}\n---\n{'p' * 70000}")
     got = load(dirs)
-    assert len(got.defs["a"].description) == 4000
-    assert got.warnings == (f"{path}:3: the description is cut to 4000 characters",)
+    assert len(got.defs["a"].description) == 4000 and len(got.defs["a"].prompt) == 65536
+    assert got.warnings == (f"{path}:3: the description is cut to 4000 characters",
+                            f"{path}: the prompt is cut to 65536 characters")
 
 
 # --- precedence -----------------------------------------------------------------------------
