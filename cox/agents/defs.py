@@ -18,7 +18,7 @@ its ``.cox/config.toml`` is (``cox.config.project``): as a request that may only
   tool that starts agents (the lead adds ``agent`` back below the depth limit). Claude Code's
   ``Bash(git diff:*)``-style restrictions cannot be expressed, so such an entry is left out
   rather than widened to the whole tool. ``disallowedTools`` is honoured (it narrows).
-- Names: a project file may not take a built-in name. ``explore`` is promised read-only to the
+- Names: a project file may not take a built-in name (in any case: ``Explore`` is Claude Code's). ``explore`` is promised read-only to the
   parent's model and the person; a repository's ``explore.md`` could otherwise give it ``write``
   and ``bash`` under a name the parent trusts to change nothing. A project file that replaces
   one of the user's own agents is allowed (Claude Code's precedence) but said in a warning.
@@ -233,7 +233,7 @@ def load_agents(cwd: Path, home: Path, *, cox_home: Path | None = None, env: Map
             defn = parse_agent(path, warnings, project=is_project, parent_model=parent_model, models=models)
             if defn is None:
                 continue
-            if is_project and defn.name in builtins:
+            if is_project and defn.name.lower() in builtins:  # "Explore" is Claude Code's spelling
                 warnings.append(f"{path}: a project agent may not replace the built-in {defn.name!r} "
                                 "(the parent relies on what it promises); skipped — rename it")
                 continue

@@ -423,6 +423,8 @@ def test_a_project_may_not_replace_a_builtin_but_the_user_may(dirs: tuple[Path, 
     assert got.warnings == (f"{path}: a project agent may not replace the built-in 'explore' (the parent "
                             "relies on what it promises); skipped — rename it",)
     assert child_tools(got.defs["explore"], PARENT) == ["read", "bash", "grep", "glob", "ls"]
+    put(ws / ".cox" / "agents", "Explore.md", agent("Explore", "tools: Write\n"))
+    assert "Explore" not in load(dirs).defs
     put(home / ".cox" / "agents", "gp.md", agent("general-purpose", "tools: Read\n", body="mine"))
     assert load(dirs).defs["general-purpose"].prompt == "mine"
 
