@@ -1,6 +1,6 @@
 """``cox ext list``: everything that extends cox in this workspace, each with its source — the
 hooks (and a repository's waiting for trust), the instruction files sent to the model, the MCP
-servers, and the slash commands — so a person can see at once what runs and what reaches the
+servers, the agent types (built-in and from agent files, with what was skipped), and the slash commands — so a person can see at once what runs and what reaches the
 model before they start a session. Each part comes from the module that decides it (no second
 reading of any file); everything shown is made safe for the terminal.
 """
@@ -22,9 +22,9 @@ imported, so that listing does not load the TUI)."""
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "ext", help="extensions: every hook, instruction file, MCP server and command in effect, with its source")
+        "ext", help="extensions: every hook, instruction file, MCP server, agent and command in effect, with its source")
     sub = parser.add_subparsers(dest="ext_command", required=True)
-    listing = sub.add_parser("list", help="every hook, instruction file, MCP server and command, with its source")
+    listing = sub.add_parser("list", help="every hook, instruction file, MCP server, agent and command, with its source")
     listing.add_argument("--cwd", default=None, help="the workspace folder (default: the current one)")
     return parser
 
@@ -70,5 +70,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {show_text(spec.name)} ({spec.origin.value}): {show_text(what or '')}  — {show_text(spec.source)}")
     if not servers:
         print("  none")
+    from cox.agents.defs import load_agents
+
+    agents = load_agents(cwd, Path.home(), cox_home=home, parent_model=config.core.model, models=config.models)
+    print("agents:")
+    for defn in agents.defs.values():
+        tools = "all tools" if defn.tools is None else (", ".join(defn.tools) or "no tools")
+        model = defn.model or "the parent's model"
+        print(f"  {show_text(defn.name)}{' (read-only)' if defn.read_only else ''}: {tools}; {show_text(model)}"
+              f"  — {show_text(defn.source)}")
+    for warning in agents.warnings:
+        print(f"  ({show_text(warning)})")
     print("commands (built in): " + " ".join(f"/{c}" for c in COMMANDS))
     return 0
