@@ -151,7 +151,9 @@ def session_tools(app: Any, prep: Prepared, *,
         from cox.actors.tools.agent import agent_tools
         from cox.agents.defs import load_agents
 
-        agents = load_agents(prep.cwd, prep.settings.home)
+        s = prep.settings
+        agents = load_agents(prep.cwd, s.home, cox_home=s.cox_home or prep.home, parent_model=s.model,
+                             models=s.model_overrides)
         from cox.policy.sanitize import sanitize
 
         for warning in agents.warnings:  # as the config's: on stderr, and among the TUI's first notices

@@ -179,7 +179,9 @@ class SessionActor(CoxActor):
                 since = datetime.datetime.combine(first, datetime.time()).timestamp()
                 spent: Any = store.ask(sm.SpentSince(since), timeout=10)
                 self.machine.ledger.month_spent = float(spent)
-        self._apply(self.machine.opened(others if isinstance(others, list) else []))
+        # A subagent works beside its parent and siblings by design: no "other sessions" notice.
+        alone = isinstance(others, list) and not self.lineage.parent_id
+        self._apply(self.machine.opened(others if alone else []))
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())

@@ -301,19 +301,21 @@ class AgentHost:
             from cox.agents.defs import load_agents
 
             s = self.parent.s
-            agents = load_agents(s.cwd, s.home)
+            agents = load_agents(s.cwd, s.home, cox_home=s.cox_home, parent_model=self.parent.machine.main_model(),
+                                 models=s.model_overrides)
             self._definitions = agents.defs
         return dict(self._definitions)
 
     def _start(self, task: AgentTask, call_id: str) -> Child:
         from cox.actors.provider.catalog import describe
-        from cox.agents.defs import child_tools
+        from cox.agents.defs import SPAWNING_TOOLS, child_tools
 
         from .actor import SessionActor
 
         p = self.parent
         defs = self.definitions()
-        defn = defs.get(task.subagent_type)
+        by_lower = {name.lower(): d for name, d in defs.items()}  # Claude Code's prompts say "Explore"
+        defn = defs.get(task.subagent_type) or by_lower.get(task.subagent_type.lower())
         if defn is None:
             raise AgentError(f"there is no subagent type {task.subagent_type!r}; the types are: "
                              f"{', '.join(sorted(defs))}")
@@ -332,13 +334,11 @@ class AgentHost:
         mode = machine.mode  # never wider than the parent's, as it is now
         settings = replace(p.s, session_id=agent_id, cwd=cwd, roots=roots, model=model, permission_mode=mode,
                            preset="editor", agent_prompt=defn.prompt, checkpoints=p.s.checkpoints)
-        available = [n for n in p.tools if n not in AGENT_TOOLS]
-        tools: dict[str, BaseTool] = {n: p.tools[n] for n in child_tools(defn, available)}
         read_only = defn.read_only or task.read_only
-        if read_only:
-            tools = {n: t for n, t in tools.items() if _reads_only(t)}
+        shape = replace(defn, read_only=True) if read_only else defn
+        tools: dict[str, BaseTool] = {n: p.tools[n] for n in child_tools(shape, list(p.tools))}
         if self.lineage.depth + 1 < p.s.max_agent_depth:  # it may start agents of its own
-            tools.update({n: t for n, t in p.tools.items() if n in AGENT_TOOLS})
+            tools.update({n: t for n, t in p.tools.items() if n in SPAWNING_TOOLS})
         engine = ReadOnlyEngine(p.engine, defn.name) if read_only else p.engine
         hooks = ChildHooks(p.hooks, agent_id, defn.name) if p.hooks is not None else None
         lineage = Lineage(self.lineage.depth + 1, self.lineage.purse, p.s.session_id, agent_id)
@@ -356,7 +356,8 @@ class AgentHost:
         parent's main model (and a note saying so)."""
         p = self.parent
         main = p.machine.main_model()
-        tiers = {"cheap": p.s.cheap_model or main, "main": p.s.model, "think": p.s.think_model or main}
+        tiers = {"cheap": p.s.cheap_model or main, "main": p.s.model, "code": p.s.model,
+                 "think": p.s.think_model or main}
         if not wanted or wanted == "inherit":
             return main, ""
         model = tiers.get(wanted, wanted)
@@ -444,15 +445,5 @@ class AgentHost:
             log.warning("a subagent did not stop in time", agent=child.agent_id)
 
 
-AGENT_TOOLS = frozenset({"agent", "agent_wait", "agent_send", "agent_close"})
-
-
 class AgentError(Exception):
     """A subagent that cannot start: the sentence is the agent tool's error result."""
-
-
-def _reads_only(tool: BaseTool) -> bool:
-    try:
-        return tool.risk({}) is Risk.READ_ONLY
-    except Exception:  # noqa: BLE001 - a tool that cannot say is not read-only
-        return False
