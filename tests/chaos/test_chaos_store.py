@@ -95,6 +95,18 @@ def _kill_store_mid_write(rollout: Path, after_lines: int, tells_only: bool, sto
         time.sleep(0)
 
 
+def _open_fds(path: Path) -> list[str]:
+    """This process's file descriptors open on ``path``."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+                found.append(fd)
+        except OSError:
+            continue
+    return found
+
+
 def _subsequence(part: list[dict[str, Any]], whole: list[dict[str, Any]]) -> bool:
     """``part`` is ``whole`` with some events left out, in order, nothing added (a turn_done
     compared by its turn: the surfaces may hear it turned into an error the rollout missed)."""
@@ -148,8 +160,10 @@ def test_the_store_killed_mid_write_leaves_a_whole_rollout_and_a_consistent_db(r
         restarted = now is None or now.actor_urn != first_store
         handle.shutdown()
         app.close()
+        held = _open_fds(rollout)
         what = f"seed {seed} (rerun with COX_CHAOS_SEED={seed}), round {round_no}, killed {killed}"
         assert not hung, f"{what}: the surface hung after the store was killed"
+        assert held == [], f"{what}: the rollout is still open after the app closed (a dead store's file)"
         lines = [json.loads(x) for x in out.getvalue().splitlines()]
         assert lines and lines[-1]["type"] == "result", what
         assert [x["type"] for x in lines].count("result") == 1, what

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from cox.log import get_logger
@@ -105,6 +106,24 @@ class StoreActor(CoxActor):
                 except sqlite3.Error:
                     pass
             self.conn.close()
+            self.conn = None
+
+    def on_failure(self, exception_type: type[BaseException] | None, exception_value: BaseException | None,
+                   traceback: TracebackType | None) -> None:
+        """This incarnation dies; its supervisor starts the next one. Close its files and its
+        connection (else every death leaks them), but keep the sessions' locks and presence rows:
+        the sessions go on, with the next store."""
+        for w in self.writers.values():
+            try:
+                w.close()
+            except OSError:
+                log.warning("rollout close failed", path=str(w.path))
+        self.writers.clear()
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
             self.conn = None
 
     def on_receive(self, message: StoreMessage) -> Any:
