@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -231,7 +230,7 @@ class BashTool(BaseTool):
         bare = argv[0] == "bash"
         if bare:
             REAPER.start()
-        tag = REAPER.tag() if bare else secrets.token_hex(8)
+        tag = REAPER.tag() if bare else os.urandom(8).hex()
         child_env[TAG_VAR] = tag
         if call.input.get("run_in_background"):
             return self._background(command, env, child_env, argv, tag if bare else None, planted)
