@@ -38,8 +38,8 @@ from cox.gitdirs import git_dirs
 from cox.gitsafe import OVERRIDES, git_command, run_git, safe_env
 from cox.slim import dataclass
 
-__all__ = ["Worktree", "WorktreeError", "branch_name", "is_clean", "main_checkout", "open_worktree", "owner",
-           "place", "remove"]
+__all__ = ["Worktree", "WorktreeError", "WorktreeGone", "branch_name", "is_clean", "main_checkout", "open_worktree",
+           "owner", "place", "remove", "reopen"]
 
 FOLDER = "_worktrees"
 GIT_TIMEOUT_S = 30.0  # a checkout of a large tree takes a while; a hang still ends
@@ -61,6 +61,10 @@ repository's own value would beat one given here), so the fetch pins it by ``--u
 
 class WorktreeError(Exception):
     """A worktree cannot be opened, reused or removed; ``str()`` says why and what to do."""
+
+
+class WorktreeGone(WorktreeError):
+    """The worktree a stored session worked in has been removed (resume never makes it again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +299,18 @@ def open_worktree(repo: Path, name: str, owner: str, *, env: Mapping[str, str] |
     if proc.returncode != 0:
         raise WorktreeError(f"git worktree add {path} ({branch} from {base}) failed: {_why(proc)}")
     return Worktree(path, branch, main, created=True, notices=notices)
+
+
+def reopen(path: Path, repo: Path, owner: str) -> Worktree:
+    """The worktree at ``path`` of ``repo`` once more (a resumed session's), its lock renewed for
+    ``owner``; :class:`WorktreeGone` when it is no longer there — it is never made again here."""
+    entry = _listed(repo).get(os.path.realpath(path)) if repo.is_dir() else None
+    if entry is None or not path.is_dir():
+        raise WorktreeGone(f"worktree {path} is gone")
+    _refuse_foreign(entry, path)
+    branch = entry.branch or path.name
+    _relock(repo, path, entry, f"{owner} | {branch} | {time.strftime('%Y-%m-%d', time.gmtime())}")
+    return Worktree(path, branch, repo, created=False)
 
 
 def is_clean(wt: Worktree) -> bool:
