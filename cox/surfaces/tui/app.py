@@ -1070,9 +1070,12 @@ class TUI:
     def _offer_worktree_removal(self) -> bool:
         """On /quit in a worktree: a clean one is offered for removal (True: the question is open;
         either answer then leaves), a dirty one is kept and said so. The branch always stays."""
-        from cox.worktrees import WorktreeError, is_clean, remove
+        from cox.worktrees import Worktree, WorktreeError, is_clean, remove
 
-        wt, self.worktree = self.worktree, None  # asked once: a second /quit just leaves
+        wt: Worktree | None = self.worktree
+        self.worktree = None  # asked once: a second /quit just leaves
+        if wt is None:
+            return False
         branch = sanitize(wt.branch)
         if not is_clean(wt):
             self.model.add("notice", f"worktree {sanitize(str(wt.path))} has uncommitted changes: kept "
