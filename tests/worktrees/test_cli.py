@@ -50,6 +50,8 @@ def run_in_worktree(tmp_path: Path, repo: Path, name: str = "T1") -> tuple[subpr
             {"id": "w2", "name": "write", "input": {"path": str(repo / "evil.txt"), "content": "x\n"}},
             {"id": "e1", "name": "edit", "input": {"path": str(main_readme), "old_string": "hello",
                                                    "new_string": "owned"}},
+            {"id": "p1", "name": "apply_patch", "input": {"input": (
+                f"*** Begin Patch\n*** Add File: {repo / 'patched.txt'}\n+x\n*** End Patch")}},
         ]},
         {"text": "done"}])
     p = cox(["run", "--script", str(s), "--worktree", name, "--permission-mode", "bypassPermissions",
@@ -66,7 +68,7 @@ def test_edits_land_only_in_the_worktree_and_the_main_checkout_is_readable(tmp_p
     assert (wt / "new.txt").read_text() == "made in the worktree\n"
     got = results(out)
     assert got["r1"]["status"] == "ok" and "hello" in got["r1"]["visible"]  # the main checkout is readable
-    for call in ("w2", "e1"):
+    for call in ("w2", "e1", "p1"):
         assert got[call]["status"] == "error" and "read-only root" in got[call]["visible"]
     assert sorted(x.name for x in repo.iterdir()) == [".git", "README.md"]
     assert (repo / "README.md").read_text() == "hello\n"
