@@ -345,7 +345,8 @@ def cmd_interactive(args: Any) -> int:
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config)
+            return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
+                             worktree=prep.worktree)
         from cox.actors.provider.catalog import describe
 
         from .tui import app as tui

@@ -186,3 +186,35 @@ def test_a_second_live_session_in_the_worktree_is_warned_and_starts_anyway(tmp_p
     finally:
         first.terminate()
         first.communicate(timeout=BOUND_S)
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_plain_quit_offers_to_remove_a_clean_worktree(tmp_path: Path, answer: str) -> None:
+    repo = make_repo(tmp_path)
+    s = script(tmp_path, "s.json", [{"text": "Hi."}])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "--script", str(s), "--worktree", "t1"], cwd=repo,
+                       env=env, input=f"hello\n/quit\n{answer}\n", capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    wt = tmp_path / "_worktrees" / "repo-t1"
+    assert "is clean; remove it? (branch t1 stays)" in p.stdout
+    if answer == "y":
+        assert f"removed worktree {wt}; branch t1 stays" in p.stdout and not wt.exists()
+        assert git(repo, "rev-parse", "--verify", "t1")
+    else:
+        assert f"worktree {wt} kept (branch t1)" in p.stdout and wt.is_dir()
+
+
+def test_plain_quit_keeps_a_dirty_worktree_and_says_so(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    s = script(tmp_path, "s.json", [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "new.txt", "content": "x\n"}}]},
+        {"text": "Wrote."}])
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "--script", str(s), "--worktree", "t1",
+                        "--permission-mode", "acceptEdits"], cwd=repo, env=env, input="write\n/quit\n",
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    wt = tmp_path / "_worktrees" / "repo-t1"
+    assert f"worktree {wt} has uncommitted changes: kept (branch t1)" in p.stdout
+    assert (wt / "new.txt").is_file() and not (repo / "new.txt").exists()
