@@ -218,3 +218,26 @@ def test_plain_quit_keeps_a_dirty_worktree_and_says_so(tmp_path: Path) -> None:
     wt = tmp_path / "_worktrees" / "repo-t1"
     assert f"worktree {wt} has uncommitted changes: kept (branch t1)" in p.stdout
     assert (wt / "new.txt").is_file() and not (repo / "new.txt").exists()
+
+
+def test_read_deny_rules_hold_in_the_read_only_main_checkout(tmp_path: Path, cox_home: Path) -> None:
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap")
+    repo = make_repo(tmp_path)
+    (repo / ".env").write_text("TOKEN=hunter2-in-main\n")
+    cox_home.mkdir(parents=True, exist_ok=True)
+    (cox_home / "config.toml").write_text('[permissions]\ndeny = ["Read(./.env)"]\n')
+    s = script(tmp_path, "s.json", [
+        {"tool_calls": [{"id": "r1", "name": "read", "input": {"path": str(repo / ".env")}},
+                        {"id": "b1", "name": "bash", "input": {"command": f"n=env; cat {repo}/.$n; cat {repo}/README.md"}}]},
+        {"text": "done"}])
+    p = cox(["run", "--script", str(s), "--worktree", "t3", "--permission-mode", "bypassPermissions",
+             "--output-format", "stream-json", "-p", "peek"], repo)
+    assert p.returncode == 2, p.stderr  # a call was denied
+    got = results(events(p.stdout))
+    assert "hunter2" not in p.stdout
+    assert got["r1"]["status"] == "denied"
+    assert got["b1"]["status"] != "denied", got["b1"]  # the policy cannot see the path: the sandbox masks it
+    assert "hello" in got["b1"]["visible"]  # the rest of the main checkout is readable

@@ -372,7 +372,7 @@ def sandbox_for(env: ToolEnv, *, read_only: bool = False) -> Any:
                   read_deny=list(deny) if deny is not None else read_deny_patterns(()),
                   tmp=tmp.path() if tmp is not None else None, frozen=read_only,
                   path_env=login_environment()[0].get("PATH", ""),
-                  visible=[os.fspath(r) for r in env.roots[1:]])  # a read-only root under /tmp stays readable
+                  read_roots=env.roots[1:])
 
 
 def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event, out: Spool, err: Spool,
