@@ -241,3 +241,15 @@ def test_read_deny_rules_hold_in_the_read_only_main_checkout(tmp_path: Path, cox
     assert got["r1"]["status"] == "denied"
     assert got["b1"]["status"] != "denied", got["b1"]  # the policy cannot see the path: the sandbox masks it
     assert "hello" in got["b1"]["visible"]  # the rest of the main checkout is readable
+
+
+def test_worktree_outside_a_repository_or_with_a_bad_name_is_one_sentence(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    s = script(tmp_path, "s.json", [{"text": "must not run"}])
+    p = cox(["run", "--script", str(s), "--worktree", "t1", "-p", "hi"], plain)
+    assert p.returncode == 1 and "is not inside a git checkout" in p.stderr and "Traceback" not in p.stderr
+    repo = make_repo(tmp_path)
+    p = cox(["run", "--script", str(s), "--worktree", "../up", "-p", "hi"], repo)
+    assert p.returncode == 1 and "worktree name '../up' cannot be used" in p.stderr
+    assert not (tmp_path / "_worktrees").exists() and not (tmp_path / "up").exists()
