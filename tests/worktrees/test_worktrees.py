@@ -199,3 +199,17 @@ def test_ours_whose_folder_was_deleted_is_made_again(tmp_path: Path) -> None:
     shutil.rmtree(wt.path)
     again = open_worktree(repo, "t2", OWNER)
     assert again.created and (again.path / "README.md").is_file()
+
+
+@pytest.mark.parametrize("how", ["url", "insteadOf"])
+def test_an_origin_that_names_a_program_is_not_run(tmp_path: Path, how: str) -> None:
+    repo = make_repo(tmp_path, origin=True)
+    marker = tmp_path / "ran-ext"
+    evil = f"ext::sh -c touch% {marker}"
+    if how == "url":
+        git(repo, "remote", "set-url", "origin", evil)
+    else:
+        git(repo, "config", f"url.{evil}.insteadOf", str(tmp_path / "origin.git"))
+    wt = open_worktree(repo, "t11", OWNER)
+    assert "could not fetch origin" in wt.notices[0]
+    assert not marker.exists()
