@@ -1,6 +1,8 @@
 """Provider figures against a model API on 127.0.0.1 that streams byte-exact SSE.
 
-    .venv/bin/python bench/provider.py
+    .venv/bin/python bench/provider.py [--startup]
+
+``--startup`` stops after the start-up lines (the floor, the floor agent, cox's ratio to it).
 
 Prints the floor first: ``python -c pass`` and a ~60-line stdlib agent (one keep-alive
 connection, SSE parsed, one bash call) against the same server, and cox's launch → first request
@@ -339,6 +341,8 @@ def main() -> None:
             ratio = first / floor_first
             print(f"cox start-up: launch → first request {first:.1f} ms = {ratio:.2f}× the floor agent's "
                   f"(goal ≤ {FLOOR_GOAL:g}×)")
+            if "--startup" in sys.argv[1:]:
+                return
         lat, rate = streaming(kind, ws, home)
         print(f"{kind:<12} launch → first request {first:6.1f} ms (goal ≤ 150) · {DELTAS:,} deltas: "
               f"{rate:,.0f}/s to stream-json (goal ≥ 20,000) · first byte → first text_delta {lat:.1f} ms (goal ≤ 5)")

@@ -1,6 +1,6 @@
 """Runtime figures, each beside the physical floor measured in the same run.
 
-    .venv/bin/python bench/runtime.py [--quick]
+    .venv/bin/python bench/runtime.py [--quick] [--open-close]
 
 Prints: text deltas/s from the scripted provider to stream-json with the rollout on; Interrupt
 → turn_done{interrupted} latency with 8 running ``sleep 60`` calls and with a stalled stream;
@@ -10,7 +10,12 @@ the per-session cost (wall and CPU) of opening and closing 200 and of 4,000 idle
 ratio must stay within 1.5x; a supervised child's crash → restarted and answering; SIGINT and
 SIGTERM at a random moment of a ``cox run`` (start-up included) → the process's exit, and the
 result line → exit gap.
-Figures only: nothing here passes or fails.
+Figures only: nothing here passes or fails. ``--open-close`` prints only the open/close figures.
+
+The open/close figures take the lower of two interleaved runs per size (200, 4,000, 200, 4,000:
+the machine's other load inflates one run, rarely both) and print beside them the same figures
+for bare supervised actors (no session: a thread, a mailbox, a supervisor entry), the floor the
+runtime itself sets, and how much of each is the garbage collector's.
 """
 
 from __future__ import annotations
@@ -402,6 +407,62 @@ def bench_open_close(app: App, ws: Path, home: Path, engine: Engine, n: int) -> 
     return out
 
 
+def bench_open_close_floor(app: App, n: int) -> dict[str, float]:
+    """``bench_open_close`` for bare supervised actors: what one more thread, mailbox and
+    supervisor entry costs under ``n`` siblings, without a session's objects."""
+    import gc
+
+    from cox.supervisors import ChildSpec, CoxActor, Restart
+
+    class Idle(CoxActor):
+        def on_receive(self, message: object) -> None:
+            return None
+
+    gc.collect()
+    t, c = time.perf_counter(), time.process_time()
+    refs = [app.sessions.start_child(ChildSpec(f"floor-{i}", Idle.start, restart=Restart.TEMPORARY,
+                                               shutdown_timeout=10.0)) for i in range(n)]
+    for ref in refs:
+        ref.ask("up?", timeout=120)
+    out = {"open": (time.perf_counter() - t) / n * 1000, "open_cpu": (time.process_time() - c) / n * 1000}
+    t, c = time.perf_counter(), time.process_time()
+    for ref in refs:
+        ref.stop(block=True, timeout=10)
+    out["close"] = (time.perf_counter() - t) / n * 1000
+    out["close_cpu"] = (time.process_time() - c) / n * 1000
+    return out
+
+
+def _lower(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: min(run[key] for run in runs) for key in runs[0]}
+
+
+def open_close_figures(app: App, ws: Path, home: Path, engine: Engine) -> None:
+    sizes = (200, 1000) if QUICK else (200, 4000)
+    runs: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
+    floors: dict[int, list[dict[str, float]]] = {size: [] for size in sizes}
+    for _ in range(2):
+        for size in sizes:
+            runs[size].append(bench_open_close(app, ws, home, engine, size))
+            floors[size].append(bench_open_close_floor(app, size))
+    costs = {size: _lower(r) for size, r in runs.items()}
+    floor = {size: _lower(r) for size, r in floors.items()}
+    for size, cost in costs.items():
+        print(f"open/close of {size:,} idle sessions, per session: open {cost['open']:.2f} ms "
+              f"(CPU {cost['open_cpu']:.2f}) · close {cost['close']:.2f} ms (CPU {cost['close_cpu']:.2f}) · "
+              f"in the garbage collector {cost['gc']:.2f} ms · floor (a bare supervised actor): "
+              f"CPU {floor[size]['open_cpu']:.2f} + {floor[size]['close_cpu']:.2f} ms")
+    small, big = (costs[size] for size in sizes)
+    wall = (big["open"] + big["close"]) / (small["open"] + small["close"])
+    cpu = (big["open_cpu"] + big["close_cpu"]) / (small["open_cpu"] + small["close_cpu"])
+    no_gc = (big["open_cpu"] + big["close_cpu"] - big["gc"]) / (small["open_cpu"] + small["close_cpu"] - small["gc"])
+    fs, fb = (floor[size] for size in sizes)
+    floor_cpu = (fb["open_cpu"] + fb["close_cpu"]) / (fs["open_cpu"] + fs["close_cpu"])
+    print(f"  per-session cost at {sizes[1]:,} / at {sizes[0]:,}: {wall:.2f}x wall, {cpu:.2f}x CPU "
+          f"(goal ≤ 1.5x: {'linear' if cpu <= 1.5 else 'NOT linear'}) · {no_gc:.2f}x CPU less the collector's · "
+          f"floor {floor_cpu:.2f}x CPU")
+
+
 def main() -> None:
     sys.setswitchinterval(0.001)
     tmp = Path(tempfile.mkdtemp(prefix="cox-bench-"))
@@ -420,6 +481,12 @@ def main() -> None:
           f"queue.Queue {q_rate:,.0f} items/s · python -c pass {py_ms:.1f} ms")
     engine = Engine.compile(["Bash(sleep:*)", "Bash(echo:*)"], [], [], home=tmp, roots=[ws])
     app = App(home)
+    if "--open-close" in sys.argv[1:]:
+        try:
+            open_close_figures(app, ws, home, engine)
+        finally:
+            app.close()
+        return
     try:
         rate = bench_deltas(app, ws, home, engine)
         print(f"text deltas → stream-json + rollout: {rate:,.0f} deltas/s (goal ≥ 30,000; floor: tell "
@@ -437,17 +504,7 @@ def main() -> None:
         wall, peak, grew, done = bench_parallel_active(app, ws, home, engine, par_n)
         print(f"{par_n:,} parallel active sessions (one short scripted reply each): {wall:.1f} s wall · "
               f"peak RSS {peak:.0f} MB (+{grew:.0f} MB) · {done:,}/{par_n:,} finished")
-        sizes = (200, 1000) if QUICK else (200, 4000)
-        costs = {size: bench_open_close(app, ws, home, engine, size) for size in sizes}
-        for size, cost in costs.items():
-            print(f"open/close of {size:,} idle sessions, per session: open {cost['open']:.2f} ms "
-                  f"(CPU {cost['open_cpu']:.2f}) · close {cost['close']:.2f} ms (CPU {cost['close_cpu']:.2f}) · "
-                  f"in the garbage collector {cost['gc']:.2f} ms")
-        small, big = (costs[size] for size in sizes)
-        wall = (big["open"] + big["close"]) / (small["open"] + small["close"])
-        cpu = (big["open_cpu"] + big["close_cpu"]) / (small["open_cpu"] + small["close_cpu"])
-        print(f"  per-session cost at {sizes[1]:,} / at {sizes[0]:,}: {wall:.2f}x wall, {cpu:.2f}x CPU "
-              f"(goal ≤ 1.5x: {'linear' if cpu <= 1.5 else 'NOT linear'})")
+        open_close_figures(app, ws, home, engine)
     finally:
         app.close()
     first, total = bench_startup(ws, home)

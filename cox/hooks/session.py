@@ -180,7 +180,9 @@ def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path:
     child_env, _ = command_environment(tuple(settings.env_keep))
     wrap = None
     if loaded.sandbox:
-        wrap = hook_wrapper(SandboxMode(settings.sandbox_mode), [*settings.roots, *settings.writable_roots],
+        from cox.policy.paths import write_roots
+
+        wrap = hook_wrapper(SandboxMode(settings.sandbox_mode), [*write_roots(settings.roots), *settings.writable_roots],
                             network=settings.network, cwd=settings.cwd, home=settings.home, cox_home=Path(home),
                             commands=[s.command for s in loaded.specs])
     mode = getattr(settings.permission_mode, "value", str(settings.permission_mode))

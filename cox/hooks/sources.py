@@ -10,7 +10,6 @@ never stop a session from opening.
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
@@ -57,7 +56,12 @@ def read_hooks_object(path: Path) -> tuple[Any, str | None]:
     except OSError as exc:
         return None, f"{path}: cannot be read ({exc.strerror}); its hooks are skipped"
     try:
-        data = tomllib.loads(raw.decode()) if path.suffix == ".toml" else json.loads(raw)
+        if path.suffix == ".toml":
+            import tomllib  # here: a run without a TOML file to read never pays for the parser
+
+            data = tomllib.loads(raw.decode())
+        else:
+            data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         return None, f"{path}: not valid {'TOML' if path.suffix == '.toml' else 'JSON'} ({exc}); its hooks are skipped"
     return (data.get("hooks") if isinstance(data, dict) else None), None

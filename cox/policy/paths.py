@@ -13,11 +13,18 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PathEscape", "confine", "lexical"]
+__all__ = ["PathEscape", "confine", "lexical", "write_roots"]
 
 
 class PathEscape(ValueError):
     """A path that resolves outside the workspace roots (or cannot be a path at all)."""
+
+
+def write_roots(roots: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The roots a session writes in: the first. Any further root is read-only — a worktree
+    session's main checkout (``cox --worktree``), which the model reads while every edit lands in
+    the worktree: the file tools refuse it and the sandbox leaves it read-only."""
+    return [Path(os.fspath(r)) for r in roots[:1]]
 
 
 def _expand(path: str, home: Path | None) -> str:

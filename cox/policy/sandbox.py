@@ -341,24 +341,28 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
            read_deny: Sequence[str] = (), tmp: Path | None = None, frozen: bool = False,
            euid: int | None = None, prepare: bool = True,
            sockets: Sequence[str] = PRIVILEGED_SOCKETS, visible: Sequence[str] = (),
-           path_env: str | None = None) -> SandboxPolicy:
+           path_env: str | None = None, read_roots: Sequence[str | os.PathLike[str]] = ()) -> SandboxPolicy:
     """``policy`` with its mounts filled in from the disk: the protected metadata of the writable
     roots, the masks of ``read_deny`` patterns (see :func:`read_deny_patterns`), ``COX_HOME``,
     the session's ``tmp``, the folders under ``/tmp`` the command's environment needs (``home``,
     the ``PATH`` entries of ``path_env`` — cox's own PATH by default — and ``visible``: an MCP
-    server's program and arguments) and whether capabilities must be dropped. Stats paths; writes nothing
+    server's program and arguments) and whether capabilities must be dropped. ``read_roots`` are
+    roots the command reads but never writes (a worktree session's main checkout): read-only like
+    the rest of the file system, shown when under ``/tmp``, and masked by the ``read_deny``
+    patterns as the writable roots are. Stats paths; writes nothing
     but git's own ``hooks``/``info`` folders and an empty ``.cox`` where they are missing (not
     even those with ``prepare`` false, for a description)."""
     if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
         return policy
     roots = [os.path.realpath(r) for r in _roots(policy) if os.path.isdir(r)]  # bwrap cannot bind what is not there
+    readable = [r for r in (os.path.realpath(x) for x in read_roots) if os.path.isdir(r) and r not in roots]
     home_s, cwd_s = os.path.realpath(home), os.path.realpath(cwd)
-    keep = [*roots, cwd_s, home_s]
+    keep = [*roots, *readable, cwd_s, home_s]
     masks: list[Mask] = []
     unmasked: list[tuple[str, str]] = []
     seen: set[str] = set()
     for pattern in read_deny:
-        for base in _literal(pattern, str(home), roots):
+        for base in _literal(pattern, str(home), [*roots, *readable]):
             path = os.path.realpath(base)
             if path in seen or not os.path.lexists(path):
                 continue
@@ -382,7 +386,7 @@ def harden(policy: SandboxPolicy, *, cwd: Path, home: Path, cox_home: Path | Non
     writable = policy.mode is SandboxMode.WORKSPACE_WRITE and not frozen
     pinned, protected = _protected(roots, prepare) if writable else ([], [])
     planted = tuple(c for g in pinned if not os.path.lexists(c := posixpath.join(g, "commondir")))
-    shown = _shown_under_tmp([str(home)], [*(os.environ.get("PATH", "") if path_env is None else path_env).split(":"),
+    shown = _shown_under_tmp([str(home), *readable], [*(os.environ.get("PATH", "") if path_env is None else path_env).split(":"),
                                            *visible], roots, tmp)
     return replace(policy, writable_roots=tuple(Path(r) for r in roots), frozen=frozen, shown=shown,
                    tmp=tmp, pinned=tuple(pinned), must_not_appear=planted, protected=tuple(protected), masks=tuple(masks), cox_home=box,

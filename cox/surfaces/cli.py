@@ -26,6 +26,9 @@ CWD_HELP = "the workspace folder (default: the current one)"
 VERBOSE_HELP = ("also log to stderr: each model request (tokens in and out, duration, cost), each permission "
                 "decision (with its reason), each tool call's status and duration")
 
+WORKTREE_HELP = ("work in the git worktree _worktrees/<repo>-NAME on branch NAME (made from a fresh "
+                 "origin/<default> when missing); the main checkout stays readable, every edit lands in the worktree")
+
 EXIT_USAGE = 64  # EX_USAGE: the command line is wrong (2 means "a call was denied" in cox run)
 
 
@@ -59,6 +62,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--fork-session", action="store_true",
                    help="with --resume/--continue: continue a copy under a new session id")
     p.add_argument("--cwd", metavar="DIR", help=CWD_HELP)
+    p.add_argument("--worktree", metavar="NAME", help=WORKTREE_HELP)
     p.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     p.add_argument("--plain", action="store_true", help="the line-mode surface (for terminals urwid cannot draw, "
                    "screen readers, and pipes)")
@@ -81,6 +85,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                      help="architect: plan mode with main turns on the think tier (this flag is the price consent)")
     run.add_argument("--deep", action="store_true", help="the same as --mode architect")
     run.add_argument("--cwd", metavar="DIR", help=CWD_HELP)
+    run.add_argument("--worktree", metavar="NAME", help=WORKTREE_HELP)
     run.add_argument("--resume", metavar="ID", help="continue a stored session")
     run.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
     run.add_argument("--fork-session", action="store_true",

@@ -54,6 +54,8 @@ class Prepared:
     resumed: Any
     mcp: Any = None
     """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
+    worktree: Any = None
+    """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -82,6 +84,17 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         raise Refused(problem)
     layout = Layout(home)
     logs.setup(layout.logs, verbose=getattr(args, "verbose", False))
+    wt = None
+    if getattr(args, "worktree", None) or getattr(args, "resume", None):
+        from .worktree_session import Refusal, enter
+
+        try:
+            wt = enter(args, layout, cwd)
+        except Refusal as exc:
+            raise Refused(str(exc)) from None
+        if wt is not None:
+            cwd = wt.path  # the session works there; the main checkout is its read-only second root
+    roots = [wt.path, wt.repo] if wt is not None else None
     flags: dict[str, Any] = {}
     if getattr(args, "model", None):
         flags["core.model"] = args.model
@@ -96,7 +109,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     script = getattr(args, "script", None)
     try:
         chosen = choose_provider(config, script, model=getattr(args, "model", None))
-        engine = build_engine(config, cwd, Path.home())
+        engine = build_engine(config, cwd, Path.home(), roots=roots)
     except SetupError as exc:
         raise Refused(str(exc)) from None
     except ValueError as exc:  # a malformed permission rule names itself and its file
@@ -119,7 +132,8 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         resumed = rebuild(read.events)
         resumed.notices = read.notices
     settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
-                             approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home())
+                             approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home(),
+                             roots=roots)
     settings.cheap_model = chosen.cheap_model
     settings.think_model = chosen.think_model
     mode_flag = getattr(args, "mode", None) or ("architect" if getattr(args, "deep", False) else None)
@@ -128,7 +142,12 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         raise Refused(f"core.mode = architect (from {config.source('core.mode')}) runs main turns on the think tier, "
                       f"{price_line(chosen.think_model, settings.model_overrides)}; a headless run needs that "
                       "consent on its command line: pass --mode architect (or --deep)", EXIT_USAGE)
-    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed)
+    if wt is not None:
+        from .worktree_session import announce, write_record
+
+        write_record(layout, settings.session_id, wt)
+        config.warnings.extend(announce(wt, layout, settings.session_id))
+    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt)
 
 
 def session_tools(app: Any, prep: Prepared, *,
@@ -170,7 +189,9 @@ def session_tools(app: Any, prep: Prepared, *,
     from cox.policy.sandbox import SandboxPolicy
 
     s = prep.settings
-    sandbox = SandboxPolicy(s.sandbox_mode, tuple([*s.roots, *s.writable_roots]), True)
+    from cox.policy.paths import write_roots
+
+    sandbox = SandboxPolicy(s.sandbox_mode, tuple([*write_roots(s.roots), *s.writable_roots]), True)
     manager = start_mcp(app.root, servers, timeout_s=prep.config.mcp.timeout_s,
                         startup_timeout_s=prep.config.mcp.startup_timeout_s, cwd=prep.cwd, sandbox=sandbox,
                         log_dir=prep.layout.logs, elicitation=interactive, background=True)
@@ -337,7 +358,8 @@ def cmd_interactive(args: Any) -> int:
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
-            return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config)
+            return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
+                             worktree=prep.worktree)
         from cox.actors.provider.catalog import describe
 
         from .tui import app as tui
@@ -350,6 +372,7 @@ def cmd_interactive(args: Any) -> int:
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
                                "context_window": describe(asked, s.model_overrides).context_window,
                                "tier": "think" if s.preset == "architect" else "code",
+                               **({"worktree": prep.worktree} if prep.worktree is not None else {}),
                                **({"rollout": str(prep.layout.rollout(s.session_id))} if prep.resumed else {})})
     finally:
         app.close()
@@ -431,8 +454,11 @@ def cmd_sessions(args: Any) -> int:
         rows = []
     finally:
         conn.close()
+    from .worktree_session import read_record
+
     shown = 0
     for row in rows:
+        wt = read_record(layout, row["id"])  # a worktree session: marked ⧉ <name>
         hits: list[str] = []
         if args.grep:
             hits = _grep_rollout(layout.rollout(row["id"]), args.grep)
@@ -442,11 +468,12 @@ def cmd_sessions(args: Any) -> int:
         hits = [scrub(hit)[0] for hit in hits]  # the rollout keeps user text as typed
         title = scrub(row["title"])[0]
         if args.json:
-            print(json.dumps({**row, "title": title, "matches": hits}))
+            print(json.dumps({**row, "title": title, "matches": hits, "worktree": wt["path"] if wt else None}))
         else:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
             title = sanitize(title.replace("\n", " "))[:60]
-            print(f"{row['id']}  {when}  {row['turns']:>3} turns  {sanitize(row['cwd'])}  {title}")
+            mark = f"⧉ {sanitize(wt['name'])}  " if wt else ""
+            print(f"{row['id']}  {when}  {row['turns']:>3} turns  {sanitize(row['cwd'])}  {mark}{title}")
             for hit in hits[:3]:
                 print(f"    … {sanitize(hit)}")
         if shown >= args.limit:

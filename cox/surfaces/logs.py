@@ -9,10 +9,9 @@ cox log line is written, so start-up does not pay for it.
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
-import logging.handlers
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +25,8 @@ class JsonLines(logging.Formatter):
         message = record.getMessage()
         if message.startswith("{") and message.endswith("}"):
             return message
+        import datetime  # here: most runs never log a library's record
+
         data = {
             "timestamp": datetime.datetime.fromtimestamp(record.created, datetime.UTC).isoformat(),
             "level": record.levelname.lower(),
@@ -60,6 +61,44 @@ class Readable(logging.Formatter):
         return scrub(text)[0]
 
 
+class RotatingFile(logging.FileHandler):
+    """``logging.handlers.RotatingFileHandler``'s rotation (``cox.log`` → ``cox.log.1`` … ``.N``
+    once the file would pass ``max_bytes``) on a plain ``FileHandler``: ``logging.handlers``
+    imports pickle, socket and queue, and every ``cox run`` sets this up before its first request."""
+
+    def __init__(self, path: Path, max_bytes: int, backups: int) -> None:
+        super().__init__(path, encoding="utf-8", delay=True)
+        self.max_bytes = max_bytes
+        self.backups = backups
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self._full(record):
+                self._rotate()
+        except Exception:
+            self.handleError(record)
+            return
+        super().emit(record)
+
+    def _full(self, record: logging.LogRecord) -> bool:
+        if not os.path.isfile(self.baseFilename):  # not there yet, or not a file (a pipe, /dev/null)
+            return False
+        if self.stream is None:
+            self.stream = self._open()
+        self.stream.seek(0, os.SEEK_END)
+        return bool(self.stream.tell() + len(self.format(record)) + 1 >= self.max_bytes)
+
+    def _rotate(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None  # FileHandler reopens it on the next emit
+        for i in range(self.backups - 1, 0, -1):
+            older = f"{self.baseFilename}.{i}"
+            if os.path.exists(older):
+                os.replace(older, f"{self.baseFilename}.{i + 1}")
+        os.replace(self.baseFilename, f"{self.baseFilename}.1")
+
+
 def _no_actor_lifecycle(record: logging.LogRecord) -> bool:
     """pykka's per-actor start/stop lines (several per tool call) stay in the log file only."""
     return not (record.name.startswith("pykka") and record.levelno < logging.INFO)
@@ -89,8 +128,7 @@ def setup(log_dir: Path, *, verbose: bool = False, level: str = "info") -> None:
             root.removeHandler(h)
             h.close()
     log_dir.mkdir(parents=True, exist_ok=True)
-    file_handler = logging.handlers.RotatingFileHandler(
-        log_dir / "cox.log", maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8", delay=True)
+    file_handler = RotatingFile(log_dir / "cox.log", max_bytes=5 * 1024 * 1024, backups=3)
     file_handler._cox = True  # type: ignore[attr-defined]
     file_handler.setFormatter(JsonLines())
     root.addHandler(file_handler)

@@ -196,8 +196,32 @@ def _consent(ask: Any, think_price: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _leave_worktree(wt: Any, ask: Any, out: IO[str]) -> None:
+    """On /quit in a worktree (``cox.worktrees.Worktree``): offer to remove a clean one, keep a
+    dirty one and say so; the branch always stays."""
+    from cox.worktrees import WorktreeError, is_clean, remove
+
+    where, branch = sanitize(str(wt.path)), sanitize(wt.branch)
+    if not is_clean(wt):
+        out.write(f"  worktree {where} has uncommitted changes: kept (branch {branch})\n")
+        return
+    try:
+        answer = ask(f"  worktree {where} is clean; remove it? (branch {branch} stays) [y/N] › ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() not in ("y", "yes"):
+        out.write(f"  worktree {where} kept (branch {branch})\n")
+        return
+    try:
+        remove(wt)
+        out.write(f"  removed worktree {where}; branch {branch} stays\n")
+    except WorktreeError as exc:
+        out.write(f"  {sanitize(str(exc))}\n")
+
+
 def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = None,
-        out: IO[str] | None = None, think_price: str = "", architect_from_config: bool = False) -> int:
+        out: IO[str] | None = None, think_price: str = "", architect_from_config: bool = False,
+        worktree: Any = None) -> int:
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
@@ -275,6 +299,8 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     continue
                 handled = _command(line.strip(), handle, out, ask, think_price)
                 if handled is False:
+                    if worktree is not None:
+                        _leave_worktree(worktree, ask, out)
                     return 0
                 if handled is None:
                     handle.submit(m.UserTurn(text=line))

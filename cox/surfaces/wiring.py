@@ -128,14 +128,17 @@ def _env_keep(config: Any, cwd: Path) -> list[str]:
 
 def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, model: str | None = None,
                   approval_policy: str | None = None, permission_mode: str | None = None,
-                  max_turns: int | None = None, home: Path | None = None) -> SessionSettings:
+                  max_turns: int | None = None, home: Path | None = None,
+                  roots: Sequence[Path] | None = None) -> SessionSettings:
+    """``roots`` (default ``[cwd]``): the first is where the session writes; any further one is
+    read-only (a worktree session's main checkout: ``cox.policy.paths.write_roots``)."""
     from cox.actors.session.actor import SessionSettings
 
     t = config.tools
     return SessionSettings(
         session_id=session_id or new_ulid(),
         cwd=cwd,
-        roots=[cwd],
+        roots=list(roots or [cwd]),
         model=model or config.core.model,
         permission_mode=PermissionMode(permission_mode or config.permissions.mode),
         approval_policy=ApprovalPolicy(approval_policy or config.permissions.approval_policy),

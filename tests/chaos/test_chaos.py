@@ -8,15 +8,11 @@ The seed is printed on failure; rerun one with ``COX_CHAOS_SEED=<seed>``.
 
 from __future__ import annotations
 
-import ctypes
 import io
 import json
-import logging
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,6 +29,7 @@ from cox.protocol import messages as m
 from cox.protocol.types import ApprovalPolicy, new_ulid
 from cox.surfaces import headless
 from cox.surfaces.runtime import App
+from tests.chaos.inject import inject
 from tests.harness import Run, check_invariants
 from tests.waits import BOUND_S
 
@@ -40,39 +37,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
 
 SESSIONS = int(os.environ.get("COX_CHAOS_SESSIONS", "200"))
 VICTIMS = ("ProviderStreamActor", "ToolCallActor")
-LOGGING_DIR = os.path.dirname(logging.__file__)
-
-
-class ChaosKill(SystemExit):
-    """Injected into a victim thread; CoxActor turns it into an ordinary failure."""
-
-
-def _unsafe_to_interrupt(ident: int) -> bool:
-    """True while the thread is inside ``Popen.__init__``, an import or ``logging``. An exception
-    injected in the first leaves a child whose pid nobody ever learns; in the others it can land
-    between a lock's acquire and the ``with``/``try`` that releases it (the import lock, a
-    handler's lock), and every later import or log line in the process deadlocks. Only an
-    asynchronous exception can do that — a real crash is raised by code, never from inside
-    CPython's fork/exec or a library's lock bookkeeping — so the schedule waits. Everywhere else
-    (cox's code, pykka, waits, the actor runtime's own failure handling) is fair game."""
-    frame = sys._current_frames().get(ident)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_filename == subprocess.__file__ and code.co_name in ("__init__", "_execute_child"):
-            return True
-        if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)):
-            return True
-        frame = frame.f_back
-    return False
-
-
-def _inject(thread: threading.Thread) -> bool:
-    if thread.ident is None or not thread.is_alive() or _unsafe_to_interrupt(thread.ident):
-        return False
-    n = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ChaosKill))
-    return n == 1
-
-
 def _children() -> list[int]:
     me = os.getpid()
     out = []
@@ -126,7 +90,7 @@ def _killer(rng: random.Random, stop: threading.Event, kills: list[str]) -> None
         victims = [t for t in threading.enumerate() if t.name.startswith(VICTIMS)]
         if victims and rng.random() < 0.5:
             t = rng.choice(victims)
-            if _inject(t):
+            if inject(t):
                 kills.append(t.name)
         if rng.random() < 0.2:
             for pid in _children():

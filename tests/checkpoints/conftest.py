@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def repo(ws: Path) -> Path:
 
 
 @pytest.fixture
-def cp(layout: Layout, ws: Path):
+def cp(layout: Layout, ws: Path) -> Iterator[Checkpointer]:
     c = Checkpointer(layout, ws, git_timeout=30)
     yield c
     c.close()

@@ -155,7 +155,7 @@ class Live:
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
             assert line, f"cox ended before a {kind} event"
-            event = json.loads(line)
+            event: dict[str, Any] = json.loads(line)
             self.events.append(event)
             if event["type"] == kind:
                 return event

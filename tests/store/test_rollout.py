@@ -29,13 +29,24 @@ def test_torn_last_line_is_skipped_with_a_notice(tmp_path: Path):
     read = read_rollout(path)
     assert [e["type"] for e in read.events] == ["turn_started"]
     assert "cut short" in read.notices[0]
-    # Appending after a torn line starts on a fresh line, so the new event is not glued to it.
+    # Opening it again (a resume) cuts the torn line off: the new event is not glued to it, and
+    # the file holds whole lines only.
     w = RolloutWriter(path)
     w.append('{"type": "turn_done", "turn": 1, "stop": "end_turn"}')
     w.close()
     read = read_rollout(path)
     assert [e["type"] for e in read.events] == ["turn_started", "turn_done"]
-    assert any("line 2" in n for n in read.notices)
+    assert read.notices == []
+    assert path.read_text() == '{"type": "turn_started", "turn": 1}\n{"type": "turn_done", "turn": 1, "stop": "end_turn"}\n'
+
+
+def test_a_rollout_that_is_one_torn_line_is_cut_to_nothing(tmp_path: Path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"type": "text_de' + b"x" * 200_000)  # longer than one read of the tail
+    w = RolloutWriter(path)
+    w.append('{"type": "turn_started", "turn": 1}')
+    w.close()
+    assert path.read_text() == '{"type": "turn_started", "turn": 1}\n'
 
 
 def test_killed_writer_loses_at_most_the_line_being_written(tmp_path: Path):

@@ -40,3 +40,25 @@ def test_nothing_reaches_the_terminal_without_verbose(tmp_path: Path, cox_home: 
     assert "Traceback" not in p.stderr and "pykka" not in p.stderr
     # text output: stdout is the answer alone (none here); the error is a status line on stderr
     assert p.stdout == "" and "cox: error: model request failed" in p.stderr and "adapter bug" in p.stderr
+
+
+def test_the_log_rotates_at_its_size_keeping_three_old_files(tmp_path: Path):
+    handler = logs.RotatingFile(tmp_path / "cox.log", max_bytes=1000, backups=3)
+    handler.setFormatter(logs.JsonLines())
+    logger = logging.getLogger("cox.test.rotation")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        for i in range(200):
+            logger.warning("line %d %s", i, "x" * 40)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["cox.log", "cox.log.1", "cox.log.2", "cox.log.3"]
+    assert all((tmp_path / name).stat().st_size < 1000 for name in files)
+    last = [json.loads(x)["event"] for x in (tmp_path / "cox.log").read_text().splitlines()][-1]
+    assert last.startswith("line 199 ")
+    older = [json.loads(x)["event"] for x in (tmp_path / "cox.log.1").read_text().splitlines()]
+    assert int(older[-1].split()[1]) + 1 == int(
+        [json.loads(x)["event"] for x in (tmp_path / "cox.log").read_text().splitlines()][0].split()[1])

@@ -16,12 +16,19 @@ line: the store keeps the first failure of each session until the next ``sync`` 
 session once (``("storage_failed", episode, sentence)``, the session given with ``open``), and
 ``sync`` — asked at every turn end — raises :class:`StorageError` with that sentence, so the turn
 ends with an error and ``cox run`` exits 1. The sentence says what failed and where.
+
+A store that dies (its supervisor starts a new one) loses the tells still in its mailbox. The new
+incarnation knows the sessions opened with it; a write for any other session means records of that
+session went to the store that died, so it counts as a failed write of that session's rollout
+(kept for its next sync, which raises it) while the write itself still goes ahead: the rollout keeps
+whole lines, and the turn that lost some of its record does not end as a success.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from cox.actors.session.messages import StorageFailed
@@ -84,6 +91,8 @@ class StoreActor(CoxActor):
         self.reporters: dict[str, Any] = {}  # session id -> the session actor to tell of a failure
         self.failed: dict[str, StorageError] = {}  # session id -> first failure since its last sync
         self.episode = 0
+        self.opened: set[str] = set()
+        """Sessions opened with this incarnation of the store (or adopted after a restart)."""
 
     def on_start(self) -> None:
         self.layout.ensure()
@@ -114,11 +123,51 @@ class StoreActor(CoxActor):
             self.conn.close()
             self.conn = None
 
+    def on_failure(self, exception_type: type[BaseException] | None, exception_value: BaseException | None,
+                   traceback: TracebackType | None) -> None:
+        """This incarnation dies; its supervisor starts the next one. Close its files and its
+        connection (else every death leaks them), but keep the sessions' locks and presence rows:
+        the sessions go on, with the next store."""
+        for w in self.writers.values():
+            try:
+                w.close()
+            except OSError:
+                log.warning("rollout close failed", path=str(w.path))
+        self.writers.clear()
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
+            self.conn = None
+
     def on_receive(self, message: StoreMessage) -> Any:
+        if isinstance(message, (Append, Sync, Close, Title, Usage)) and message.session \
+                and message.session not in self.opened:
+            self._adopt(message)
         try:
             return self._receive(message)
         except (OSError, sqlite3.Error) as exc:
             return self._failed(message, exc)
+
+    def _adopt(self, message: Append | Sync | Close | Title | Usage) -> None:
+        """A session this store never opened writes: the store before this one stopped with
+        some of its record unwritten. Say so once, as a failed rollout write of that session."""
+        sid = message.session
+        self.opened.add(sid)
+        where = self.layout.rollout(sid)
+        error = StorageError(f"could not write the rollout {where}: cox's store stopped and was restarted during "
+                             "this session, so events sent to it were lost (the lines the rollout holds are whole); "
+                             "--resume continues from what it holds")
+        log.error("store restarted: a session's records were lost", session=sid, kind=type(message).__name__)
+        if sid not in self.failed:
+            self.episode += 1
+            error.episode = self.episode
+            self.failed[sid] = error
+        try:
+            lock.hold(self.layout.sessions, sid)  # a no-op: this process holds it already
+        except Exception as exc:
+            log.warning("session lock not taken again", session=sid, error=str(exc))
 
     def _failed(self, message: StoreMessage, exc: BaseException) -> Any:
         """Say what could not be written; keep it for the session's next sync; tell the session
@@ -175,6 +224,7 @@ class StoreActor(CoxActor):
                 return True
             case Open(meta, reporter):
                 sid = message.session
+                self.opened.add(sid)
                 if reporter is not None:
                     self.reporters[sid] = reporter
                 lock.hold(self.layout.sessions, sid)  # no-op when the surface already took it
@@ -187,6 +237,7 @@ class StoreActor(CoxActor):
                     log.warning("presence not recorded", error=str(exc))
                     return []
             case Close(sid):
+                self.opened.discard(sid)
                 self.reporters.pop(sid, None)
                 self.failed.pop(sid, None)
                 writer = self.writers.pop(sid, None)

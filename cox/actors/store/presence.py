@@ -107,6 +107,14 @@ def _pids(conn: sqlite3.Connection, workspace: str) -> list[int]:
     return pids
 
 
+def in_worktree(conn: sqlite3.Connection, worktree: str, session_id: str = "") -> list[dict[str, Any]]:
+    """The live sessions (other than ``session_id``) whose presence record names ``worktree``; reads
+    only (a surface's read-only connection), so stale rows are skipped, not swept."""
+    rows = conn.execute("SELECT session_id, pid FROM presence WHERE worktree=? AND session_id!=? LIMIT ?",
+                        (worktree, session_id, SHOWN * 4)).fetchall()
+    return [{"session_id": sid, "pid": int(pid)} for sid, pid in rows if alive(int(pid))]
+
+
 def unregister(conn: sqlite3.Connection, session_id: str) -> None:
     conn.executescript(SCHEMA)
     conn.execute("DELETE FROM presence WHERE session_id=? AND pid=?", (session_id, os.getpid()))

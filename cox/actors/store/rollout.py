@@ -4,7 +4,9 @@ Each line is written whole with ``os.write`` (no buffer) and the file is fsynced
 end, so a killed process loses at most the line being written. A write that fails (a full disk,
 an I/O error) is cut back to the last whole line before the error is raised: the file never holds
 half a line that a later append would glue onto, so freeing space and resuming works. Reading skips a torn last line (and says so) and
-stops with a clear message at a corrupt line in the middle, keeping everything before it.
+skips a corrupt line in the middle with a clear message, keeping everything else; the writer, when
+it opens a rollout again (a resume), cuts a torn last line off, so after a restart the file holds
+whole lines only.
 """
 
 from __future__ import annotations
@@ -28,12 +30,29 @@ class RolloutWriter:
         # O_NOFOLLOW, mode 0600: a link left at the rollout's name is refused, not appended through.
         self._file: IO[bytes] | None = open_append(path)
         self._torn = False
-        # A torn last line from a killed process must not glue onto the next event.
-        if path.stat().st_size > 0:
-            with open(path, "rb") as f:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    self._write(b"\n")
+        # A torn last line from a killed process is cut off (it cannot be read; the events before
+        # it can), so the file holds whole lines only and the next event starts a line of its own.
+        self._cut_torn_tail()
+
+    def _cut_torn_tail(self) -> None:
+        assert self._file is not None
+        fd = self._file.fileno()  # write-only (O_APPEND): the tail is read through a second one
+        size = end = os.fstat(fd).st_size
+        if size == 0:
+            return
+        reader = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC)
+        try:
+            while end > 0:
+                start = max(0, end - 65536)
+                newline = os.pread(reader, end - start, start).rfind(b"\n")
+                if newline >= 0:
+                    end = start + newline + 1
+                    break
+                end = start
+        finally:
+            os.close(reader)
+        if end != size:
+            os.ftruncate(fd, end)
 
     def append(self, line: str) -> None:
         self._write((line + "\n").encode("utf-8"))

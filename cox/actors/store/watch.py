@@ -15,14 +15,16 @@ file system; a folder renamed inside the tree restarts the watch (the full pass)
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import os
 import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
 
 IN_MODIFY = 0x002
 IN_ATTRIB = 0x004
@@ -50,6 +52,9 @@ MAX_WATCHES = 20_000  # beyond this many folders the stat pass is the better dea
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here, not at the top: a session that never watches a folder does not load it
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         libc.inotify_init1  # noqa: B018 - present?
@@ -118,6 +123,8 @@ class TreeWatch:
         path = os.fsencode(str(self.root / rel if rel else self.root))
         wd = self._libc.inotify_add_watch(self.fd, path, MASK)
         if wd < 0:
+            import ctypes
+
             return ctypes.get_errno() in (errno.ENOENT, errno.ENOTDIR)  # vanished: its parent tells
         self.wds[wd] = rel
         return True

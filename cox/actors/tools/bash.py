@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import selectors
 import signal
 import subprocess
@@ -231,7 +230,7 @@ class BashTool(BaseTool):
         bare = argv[0] == "bash"
         if bare:
             REAPER.start()
-        tag = REAPER.tag() if bare else secrets.token_hex(8)
+        tag = REAPER.tag() if bare else os.urandom(8).hex()
         child_env[TAG_VAR] = tag
         if call.input.get("run_in_background"):
             return self._background(command, env, child_env, argv, tag if bare else None, planted)
@@ -355,7 +354,9 @@ def sandbox_for(env: ToolEnv, *, read_only: bool = False) -> Any:
     ok, why = sandbox_status()
     if not ok:
         raise SandboxMissing(fail_closed_sentence(why))
-    writable = tuple(env.roots) + tuple(Path(p) for p in services.writable_roots)
+    from cox.policy.paths import write_roots
+
+    writable = tuple(write_roots(env.roots)) + tuple(Path(p) for p in services.writable_roots)
     base = SandboxPolicy(mode, writable, bool(services.network))
     tmp = services.session_tmp
     cox_home = services.cox_home
@@ -369,7 +370,8 @@ def sandbox_for(env: ToolEnv, *, read_only: bool = False) -> Any:
     return harden(base, cwd=env.cwd, home=env.home, cox_home=Path(cox_home),
                   read_deny=list(deny) if deny is not None else read_deny_patterns(()),
                   tmp=tmp.path() if tmp is not None else None, frozen=read_only,
-                  path_env=login_environment()[0].get("PATH", ""))
+                  path_env=login_environment()[0].get("PATH", ""),
+                  read_roots=env.roots[1:])
 
 
 def _pump(proc: subprocess.Popen[bytes], timeout: float, killed: threading.Event, out: Spool, err: Spool,

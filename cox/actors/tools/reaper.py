@@ -18,7 +18,6 @@ group with ``setsid``), scanning until none is left.
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import threading
 from typing import IO
@@ -53,14 +52,14 @@ class Reaper:
     """One watcher per cox process, started on first use."""
 
     def __init__(self) -> None:
-        self.token = secrets.token_hex(6)
+        self.token = os.urandom(6).hex()
         self._lock = threading.Lock()
         self._pipe: IO[bytes] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
     def tag(self) -> str:
         """A fresh ``COX_CALL_TAG`` value for one bare call, carrying this process's prefix."""
-        return f"{self.token}.{secrets.token_hex(8)}"
+        return f"{self.token}.{os.urandom(8).hex()}"
 
     def start(self) -> None:
         """Have the watcher running before a bare command starts: its pid is then told at once,

@@ -20,7 +20,6 @@ mistaken for a failing command.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import subprocess
 import tempfile
@@ -90,7 +89,7 @@ class SessionTmp:
             while self._path is None or not self._path.is_dir():
                 # The name is kept before the folder is made, so an exception landing in between
                 # (a killed call) cannot leave a folder that ``remove`` does not know about.
-                self._path = Path(tempfile.gettempdir()) / f"{self._prefix}{secrets.token_hex(6)}"
+                self._path = Path(tempfile.gettempdir()) / f"{self._prefix}{os.urandom(6).hex()}"
                 try:
                     os.mkdir(self._path, 0o700)  # fails on anything already there, a planted link too
                 except FileExistsError:

@@ -351,6 +351,7 @@ class TUI:
         self.rollout = str(st.get("rollout") or "")  # a resumed session's rollout: replayed on start
         self.db_path = str(st.get("db") or "")  # cox.db (default: $COX_HOME's); /rewind lists its checkpoints
         self.mcp_state = st.get("mcp_state")  # () -> MCP server rows; polled, servers start in the background
+        self.worktree = st.get("worktree")  # the cox.worktrees.Worktree the session runs in: /quit offers to remove it
         self.completions = ""  # what Tab found, shown in the hint line until the next key
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
@@ -845,6 +846,8 @@ class TUI:
         word, _, rest = line[1:].partition(" ")
         rest = rest.strip()
         if word in ("quit", "exit"):
+            if self.worktree is not None and self._offer_worktree_removal():
+                return
             raise urwid.ExitMainLoop
         if word == "help":
             from .escape import escape_note
@@ -1063,6 +1066,37 @@ class TUI:
 
     def modal_open(self) -> bool:
         return bool(self.approvals) or bool(self.questions) or self.picker is not None
+
+    def _offer_worktree_removal(self) -> bool:
+        """On /quit in a worktree: a clean one is offered for removal (True: the question is open;
+        either answer then leaves), a dirty one is kept and said so. The branch always stays."""
+        from cox.worktrees import Worktree, WorktreeError, is_clean, remove
+
+        wt: Worktree | None = self.worktree
+        self.worktree = None  # asked once: a second /quit just leaves
+        if wt is None:
+            return False
+        branch = sanitize(wt.branch)
+        if not is_clean(wt):
+            self.model.add("notice", f"worktree {sanitize(str(wt.path))} has uncommitted changes: kept "
+                                     f"(branch {branch})")
+            return False
+
+        def removed() -> None:
+            try:
+                remove(wt)
+                self.model.add("notice", f"removed worktree {sanitize(str(wt.path))}; branch {branch} stays")
+            except WorktreeError as exc:
+                self.model.add("notice", sanitize(str(exc)), level="warning")
+            raise urwid.ExitMainLoop
+
+        def kept() -> None:
+            self.model.add("notice", f"worktree {sanitize(str(wt.path))} kept (branch {branch})")
+            raise urwid.ExitMainLoop
+
+        self.ask_confirm(f"worktree {sanitize(str(wt.path))} is clean; remove it? (branch {branch} stays)",
+                         removed, kept)
+        return True
 
     def ask_confirm(self, prompt: str, on_yes: Any, on_no: Any) -> None:
         """A yes/no question of the TUI's own (``cox asks:``) in the question modal."""

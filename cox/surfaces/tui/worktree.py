@@ -73,8 +73,19 @@ def probe(cwd: str) -> GitState | None:
     others = _git(cwd, "ls-files", "--others", "--exclude-standard", "--full-name", "-z", "--", ":/")
     for name in [n for n in (others or "").split("\0") if n][:UNTRACKED_FILES]:
         added += _lines(os.path.join(top, name))
-    return GitState(branch=branch, added=added, removed=removed,
-                    worktree=os.path.basename(top.rstrip("/")) if linked else "")
+    return GitState(branch=branch, added=added, removed=removed, worktree=_name(top, common) if linked else "")
+
+
+def _name(top: str, common: str) -> str:
+    """A linked worktree's name: its folder, less the ``<repo>-`` prefix ``cox --worktree`` gives
+    it (``_worktrees/repo-t42`` is ``t42``)."""
+    leaf = os.path.basename(top.rstrip("/"))
+    common = os.path.realpath(common)
+    if os.path.basename(common) == ".git":
+        prefix = os.path.basename(os.path.dirname(common)) + "-"
+        if leaf.startswith(prefix) and len(leaf) > len(prefix):
+            return leaf[len(prefix):]
+    return leaf
 
 
 def _lines(path: str) -> int:

@@ -256,7 +256,7 @@ def no_os_keyring(monkeypatch: Any) -> Iterator[None]:
 
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     previous = keyring.get_keyring()
-    keyring.set_keyring(fail.Keyring())
+    keyring.set_keyring(fail.Keyring())  # type: ignore[no-untyped-call]  # keyring ships no annotations on it
     try:
         yield
     finally:

@@ -18,6 +18,7 @@ import asyncio
 import os
 import sys
 import time
+from typing import Any
 
 import httpx
 from mcp.server.auth.provider import AccessToken
@@ -50,7 +51,7 @@ class IntrospectingVerifier:
                            expires_at=body.get("exp"), resource=body.get("aud"))
 
 
-kwargs: dict = {}
+kwargs: dict[str, Any] = {}
 if AUTH:
     kwargs = {"auth": AuthSettings(issuer_url=AUTH, resource_server_url=URL, required_scopes=["mcp"],
                                    validate_token_resource=False),

@@ -30,7 +30,7 @@ if isinstance(variant.get("desc"), str):
     os.environ["COX_TEST_DESC"] = str(variant["desc"])
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import testserver  # noqa: E402 - after COX_TEST_DESC is set: it reads it when its tools are declared
+import testserver  # type: ignore[import-not-found]  # noqa: E402 - a sibling script, found at run time; after COX_TEST_DESC is set: it reads it when its tools are declared
 
 drop = variant.get("drop")
 for name in drop if isinstance(drop, list) else []:

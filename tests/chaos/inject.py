@@ -1,0 +1,47 @@
+"""Killing an actor's thread the way a crash would: an exception raised asynchronously in it
+(``PyThreadState_SetAsyncExc``), which ``CoxActor`` turns into an ordinary failure.
+
+Shared by the chaos tests; :func:`unsafe_to_interrupt` says where such an exception must not land.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import subprocess
+import sys
+import threading
+
+LOGGING_DIR = os.path.dirname(logging.__file__)
+
+
+class ChaosKill(SystemExit):
+    """Injected into a victim thread; CoxActor turns it into an ordinary failure."""
+
+
+def unsafe_to_interrupt(ident: int) -> bool:
+    """True while the thread is inside ``Popen.__init__``, an import or ``logging``. An exception
+    injected in the first leaves a child whose pid nobody ever learns; in the others it can land
+    between a lock's acquire and the ``with``/``try`` that releases it (the import lock, a
+    handler's lock), and every later import or log line in the process deadlocks. Only an
+    asynchronous exception can do that — a real crash is raised by code, never from inside
+    CPython's fork/exec or a library's lock bookkeeping — so the schedule waits. Everywhere else
+    (cox's code, pykka, waits, the actor runtime's own failure handling) is fair game."""
+    frame = sys._current_frames().get(ident)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == subprocess.__file__ and code.co_name in ("__init__", "_execute_child"):
+            return True
+        if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def inject(thread: threading.Thread) -> bool:
+    """Raise :class:`ChaosKill` in ``thread`` unless it is somewhere unsafe; True if raised."""
+    if thread.ident is None or not thread.is_alive() or unsafe_to_interrupt(thread.ident):
+        return False
+    n = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ChaosKill))
+    return bool(n == 1)
