@@ -102,7 +102,10 @@ def parent_script(n: int, child: list[dict[str, Any]], prefix: str) -> dict[str,
             "agents": {f"{prefix} {i}": child for i in range(n)}}
 
 
-def run_parent(app: App, ws: Path, home: Path, script: dict[str, Any], on_event: Any = None) -> tuple[float, list[Any]]:
+def run_parent(app: App, ws: Path, home: Path, script: dict[str, Any], on_event: Any = None,
+               children: int = 0) -> tuple[float, list[Any]]:
+    """Run the parent's one turn; ``children``: then wait for that many children's turn_done (an
+    interrupted parent ends before its children's ends are relayed)."""
     provider = ScriptedProvider(script)
     engine = Engine.compile(home=home, roots=[ws])
     settings = SessionSettings(session_id=new_ulid(), cwd=ws, roots=[ws], model="scripted",
@@ -123,6 +126,14 @@ def run_parent(app: App, ws: Path, home: Path, script: dict[str, Any], on_event:
         if event.type == "turn_done":
             break
     wall = time.perf_counter() - started
+    ended = sum(1 for _, e in events if e.type == "agent_event" and e.event["type"] == "turn_done")
+    while ended < children and time.monotonic() < deadline:
+        try:
+            event, _ = handle.events.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        events.append((time.perf_counter(), event))
+        ended += event.type == "agent_event" and event.event["type"] == "turn_done"
     handle.shutdown()
     return wall, events
 
@@ -163,7 +174,7 @@ def main() -> None:
                     asked.append(time.perf_counter())
                     handle.interrupt()
 
-        _, events = run_parent(app, ws, home, parent_script(N, stalled, "stall"), interrupt_when_all_run)
+        _, events = run_parent(app, ws, home, parent_script(N, stalled, "stall"), interrupt_when_all_run, children=N)
         ends = [t for t, e in events if e.type == "agent_event" and e.event["type"] == "turn_done"]
         lat = [(t - asked[0]) * 1000 for t in ends] if asked else []
         floor_int = interrupt_floor(app, ws, home)

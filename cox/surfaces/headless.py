@@ -61,6 +61,11 @@ SEQUENCED = (m.UserTurn, m.Rewind)
 …) go to the session at once, since a running turn may be waiting for them."""
 
 
+FINAL_WORDS_S = 2.0
+"""How long a session that left the registry may take to emit what its crash handling says (one
+turn_done for the open turn); it is quick, and a session that died before it began says nothing."""
+
+
 def exit_code(result: dict[str, Any]) -> int:
     """The exit code a result stands for: the one place they are tied together."""
     subtype = result["subtype"]
@@ -350,6 +355,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 event, line = handle.events.get(timeout=idle_timeout)
             except queue.Empty:
                 if not handle.alive():  # nobody stopped it: whatever it was doing, that is an error
+                    handle.holder.finished.wait(FINAL_WORDS_S)  # its crash's last events, if it says them
                     if not handle.events.empty():
                         continue  # what it said before it went (a turn_done gets its result)
                     state.stop = "error"

@@ -197,14 +197,21 @@ class SessionActor(CoxActor):
                 store.ask(sm.Close(self.s.session_id), timeout=5)
             except Exception:
                 log.warning("store close failed", session=self.s.session_id)
+        self.holder.finished.set()
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
         # The rollout is intact up to the last event; tell the surfaces so they do not hang.
-        try:
-            self._apply(self.machine.crashed(str(exception_value)))
-        except Exception:
-            log.exception("session failure handling failed")
+        turn = self.machine.active.turn if self.machine.active is not None else None
+        for _ in range(3):  # a failure inside the failure handling (an injected kill) gets another go
+            try:
+                self._apply(self.machine.crashed())
+                self.recorder.close_open(f"session crashed: {exception_value}", turn)
+                break
+            except BaseException:  # noqa: BLE001 - whatever happens, the surfaces must hear the end
+                log.exception("session failure handling failed")
+        self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
+            self.agents.close_all()
             self.jobs.stop_all()
             self.tmp.remove()
         except Exception:

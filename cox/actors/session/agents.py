@@ -329,7 +329,7 @@ class AgentHost:
         cwd, roots = p.s.cwd, list(p.s.roots)
         if task.isolation == "worktree":
             child.worktree = self._worktree(task, agent_id)
-            cwd, roots = child.worktree.path, [child.worktree.path]
+            cwd, roots = child.worktree.path, [child.worktree.path, child.worktree.repo]  # the checkout read-only
         machine = p.machine
         mode = machine.mode  # never wider than the parent's, as it is now
         settings = replace(p.s, session_id=agent_id, cwd=cwd, roots=roots, model=model, permission_mode=mode,
@@ -368,15 +368,10 @@ class AgentHost:
         return model, ""
 
     def _worktree(self, task: AgentTask, agent_id: str) -> Any:
-        import datetime
-        import os
+        from cox.worktrees import WorktreeError, open_worktree, owner
 
-        from cox.worktrees import WorktreeError, open_worktree
-
-        name = (task.name or agent_id).lower()
-        owner = f"cox / pid {os.getpid()} | {name} | {datetime.date.today().isoformat()}"
         try:
-            return open_worktree(self.parent.s.roots[0], name, owner)
+            return open_worktree(self.parent.s.roots[0], (task.name or agent_id).lower(), owner())
         except WorktreeError as exc:
             raise AgentError(f"could not make a worktree for the agent: {exc}") from None
 

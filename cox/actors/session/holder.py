@@ -49,6 +49,10 @@ class ScopeHolder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._scope: CancelScope | None = None
+        self.finished = threading.Event()
+        """Set when the session has said its last word (stopped, or its crash reported): the
+        actor leaves the registry before its failure handling emits, so "not alive" alone does
+        not mean every event is in the surface's queue."""
 
     def set(self, scope: CancelScope | None) -> None:
         with self._lock:

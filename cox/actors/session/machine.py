@@ -201,14 +201,18 @@ class TurnMachine:
             self._fx.append(fx.SettleMarkers())
         return self._collect(handle)
 
-    def crashed(self, why: str) -> Effects:
-        """The session's own code failed: the running turn ends with the error (nothing waits)."""
+    def crashed(self) -> Effects:
+        """The session's own code failed, maybe halfway through a message's effects: the running
+        turn stops here. What the surfaces already saw is closed by the recorder, which alone
+        knows it (a turn_started or a call's request may never have been emitted)."""
         def handle() -> None:
             turn = self.active
             if turn is not None:
-                self._cancel(turn.scope)
-                self._emit(m.ErrorEvent(message=f"session crashed: {why}", fatal=True))
-                self._finish(StopReason.ERROR, f"session crashed: {why}")
+                self.active = None
+                self._fx.append(fx.Hold(None))
+                self._fx.append(fx.Cancel(turn.scope))
+                self._fx.append(fx.CloseQuestions("session_closed"))
+                self._fx.append(fx.EndTurn(turn.gen))
         return self._collect(handle)
 
     # ------------------------------------------------------------------ what the surfaces read
@@ -825,8 +829,9 @@ class TurnMachine:
     def _record_usage(self, result: StreamResult) -> None:
         model = result.model or self.s.model
         usage = self.ledger.record(result.usage, model, main=not self._compacting(result.stream_id))
-        self._fx.append(fx.Store(sm.Usage(self.s.session_id, _plain(usage))))
+        # The event first, then its row: the index never leads the rollout.
         self._emit(m.UsageEvent(usage=usage, session_total=self.ledger.total, api_ms=result.api_ms))
+        self._fx.append(fx.Store(sm.Usage(self.s.session_id, _plain(usage))))
 
     def _context_full(self) -> bool:
         from cox.actors.provider.catalog import describe
