@@ -1,0 +1,219 @@
+"""The evidence gate: a work-graph task counts as done only if what it says it changed is what
+the engine saw change, all of it inside its scope, and it says what shows the work is done.
+
+Before a task runs, :func:`snapshot` records its environment: every file under the workspace
+roots that cox's own listing sees (``cox.actors.tools.search.list_files``: ``.git`` never, what
+git's ignore rules hide skipped — the files grep and glob see) as path → (content hash, mode).
+After it ends, a second snapshot; :func:`changed` is the difference (created, modified, deleted,
+or only its mode changed). The child is told (:func:`instructions`) to end its answer with a
+fenced ``report`` block::
+
+    ```report
+    changed: ["src/a.py", "tests/test_a.py"]
+    evidence: ran pytest tests/test_a.py: 3 passed
+    ```
+
+and :func:`judge` passes the task only if the claimed list equals the seen set, every seen path
+lies inside the task's scope (a read-only task's scope is empty: any change fails it), and the
+evidence is not empty; otherwise the verdict's reason says which test failed and on what paths.
+
+Why the attribution is exact. The scheduler (:mod:`cox.agents.graph`) never runs a writable task
+beside any other task of its environment, so what changed between its two snapshots was changed
+by it (or by the person, which a task must not be credited with either). Read-only tasks run in
+parallel with each other but never beside a writer of their environment, and they are meant to
+change nothing: a change seen while read-only tasks ran is a failure of every one of them whose
+window saw it, so a read-only task that writes can never make a writable task pass or fail, and
+never goes unnoticed itself. A worktree task is its own environment and does not touch the
+workspace snapshot. What the gate cannot see: files git ignores (build output, ``.env``), and
+symlinks (the listing skips them), which the scope check does not cover either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from cox.protocol.interfaces import CancelToken
+from cox.slim import dataclass
+
+from .graph import in_scope
+
+Snapshot = dict[str, tuple[str, int]]
+"""Workspace-relative ``/`` path (absolute for a second root outside the first) → (hash, mode)."""
+
+_BLOCK = re.compile(r"```[ \t]*report[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+_CHUNK = 1 << 20
+
+
+def instructions(scope: Iterable[str], writable: bool) -> str:
+    """What every task's prompt ends with: its bounds and the report block it must end with."""
+    entries = list(scope)
+    bounds = (f"You may change only files inside this scope (paths and globs relative to the workspace): "
+              f"{', '.join(entries)}. A change anywhere else fails the task." if writable else
+              "This task is read-only: do not create, change or delete any file. Any change fails the task.")
+    return (
+        f"\n\n---\n{bounds}\n"
+        "The engine snapshots the workspace before and after you run. End your final answer with this block, "
+        "exactly once, as its last part:\n"
+        "```report\n"
+        "changed: [\"path/one\", \"path/two\"]\n"
+        "evidence: what shows the task is done (the commands you ran and what they printed, what you checked)\n"
+        "```\n"
+        "`changed` is a JSON list of every file you created, changed or deleted, relative to the workspace "
+        "([] when none); it must match what the engine saw exactly. `evidence` must not be empty."
+    )
+
+
+def _hash(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    h = hashlib.blake2b(digest_size=16)
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            h.update(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def snapshot(base: Path, roots: Iterable[Path], cancel: CancelToken | None = None) -> Snapshot:
+    """The files of the roots as cox's listing sees them, keyed relative to ``base``."""
+    from cox.actors.tools.search import list_files
+
+    out: Snapshot = {}
+    base_s = os.path.realpath(base)
+    for root in dict.fromkeys(Path(os.path.realpath(r)) for r in roots):
+        for rel in list_files(root, root, cancel):
+            full = os.path.join(root, rel)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            digest = _hash(full)
+            if digest is None:
+                continue
+            key = os.path.relpath(full, base_s) if full.startswith(base_s.rstrip("/") + "/") else full
+            out[key.replace(os.sep, "/")] = (digest, stat.S_IMODE(st.st_mode))
+    return out
+
+
+def changed(before: Mapping[str, tuple[str, int]], after: Mapping[str, tuple[str, int]]) -> set[str]:
+    """Paths created, deleted, or whose content or mode differs."""
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    changed: tuple[str, ...]
+    evidence: str
+
+
+def parse_claim(text: str) -> Claim | str:
+    """The last ``report`` block of the answer, or why it cannot be read."""
+    blocks = _BLOCK.findall(text)
+    if not blocks:
+        return "its answer does not end with the ```report block (changed: [...], evidence: ...)"
+    body = blocks[-1]
+    m = re.search(r"^[ \t]*changed:[ \t]*(.*?)[ \t]*$", body, re.MULTILINE)
+    if m is None:
+        return "its report block has no 'changed:' line"
+    try:
+        listed = json.loads(m.group(1) or "null")
+    except ValueError:
+        return f"its report's 'changed:' is not a JSON list of paths: {m.group(1)[:200]!r}"
+    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+        return "its report's 'changed:' must be a JSON list of path strings"
+    e = re.search(r"^[ \t]*evidence:(.*)\Z", body, re.MULTILINE | re.DOTALL)
+    evidence = e.group(1).strip() if e else ""
+    return Claim(tuple(dict.fromkeys(_norm(p) for p in listed if p.strip())), evidence)
+
+
+def _norm(path: str) -> str:
+    parts = [p for p in path.strip().split("/") if p not in ("", ".")]
+    return "/".join(parts) if not path.strip().startswith("/") else "/" + "/".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    ok: bool
+    reason: str
+    seen: tuple[str, ...]
+    evidence: str = ""
+
+
+def _few(paths: Iterable[str]) -> str:
+    items = sorted(paths)
+    shown = ", ".join(items[:10])
+    return shown + (f" and {len(items) - 10} more" if len(items) > 10 else "")
+
+
+def judge(answer: str, seen: set[str], scope: Iterable[str], writable: bool) -> Verdict:
+    """Whether the task's answer passes the gate, given what the engine saw change."""
+    got = tuple(sorted(seen))
+    claim = parse_claim(answer)
+    if isinstance(claim, str):
+        return Verdict(False, claim, got)
+    entries = list(scope) if writable else []
+    if not writable and seen:
+        return Verdict(False, f"it is read-only but changed {_few(seen)}", got, claim.evidence)
+    outside = [p for p in got if not in_scope(entries, p)]
+    if outside:
+        return Verdict(False, f"it changed {_few(outside)}, outside its scope ({', '.join(entries)})", got, claim.evidence)
+    claimed = set(claim.changed)
+    if claimed != seen:
+        parts = []
+        if claimed - seen:
+            parts.append(f"it claims {_few(claimed - seen)} but the engine saw no change there")
+        if seen - claimed:
+            parts.append(f"it changed {_few(seen - claimed)} without listing it")
+        return Verdict(False, "its report disagrees with the engine's snapshot: " + "; ".join(parts), got, claim.evidence)
+    if not claim.evidence:
+        return Verdict(False, "its report gives no evidence", got)
+    return Verdict(True, "", got, claim.evidence)
+
+
+def head_of(repo: Path) -> str | None:
+    """The commit checked out in ``repo`` (what a worktree task's worktree starts from), or None."""
+    from cox.gitsafe import run_git
+
+    proc = run_git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}", filters=False)
+    return proc.stdout.decode().strip() if proc is not None and proc.returncode == 0 else None
+
+
+def worktree_changes(worktree: Path, start: str | None) -> set[str] | str:
+    """What a worktree task changed in its own worktree, or why git cannot say: every path whose
+    work-tree state differs from the commit the worktree forked at (committed since, changed,
+    deleted) plus untracked files git does not ignore. The fork point is the newest merge-base of
+    the worktree's HEAD with the parent's HEAD when the task started (``start``) and with
+    ``origin/HEAD`` (a worktree is cut from a freshly fetched default branch when there is a
+    remote), so upstream commits the worktree started with are not counted as its changes."""
+    from cox.gitsafe import run_git
+
+    def git(*args: str) -> bytes | None:
+        proc = run_git(worktree, "-c", "core.quotepath=off", *args, filters=False)
+        return proc.stdout if proc is not None and proc.returncode == 0 else None
+
+    bases = [b.decode().strip() for ref in (start, "origin/HEAD") if ref
+             for b in [git("merge-base", "HEAD", ref)] if b]
+    if not bases:
+        return f"git cannot tell what changed in the worktree {worktree}: no fork point with the workspace's HEAD"
+    base = bases[0]
+    for other in bases[1:]:
+        if git("merge-base", "--is-ancestor", base, other) is not None:  # exit 0: other is newer
+            base = other
+    diff = git("diff", "--name-only", "--no-renames", "-z", base, "--")
+    untracked = git("ls-files", "--others", "--exclude-standard", "-z")
+    if diff is None or untracked is None:
+        return f"git cannot tell what changed in the worktree {worktree}"
+    return {os.fsdecode(p) for p in (diff + b"\0" + untracked).split(b"\0") if p}
