@@ -35,13 +35,18 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cox.protocol.interfaces import CancelToken
 from cox.slim import dataclass
 
 from .graph import in_scope
+
+if TYPE_CHECKING:
+    from cox.actors.store.watch import TreeWatch
 
 Snapshot = dict[str, tuple[str, int]]
 """Workspace-relative ``/`` path (absolute for a second root outside the first) → (hash, mode)."""
@@ -85,31 +90,125 @@ def _hash(path: str) -> str | None:
     return h.hexdigest()
 
 
-def snapshot(base: Path, roots: Iterable[Path], cancel: CancelToken | None = None) -> Snapshot:
-    """The files of the roots as cox's listing sees them, keyed relative to ``base``."""
-    from cox.actors.tools.search import list_files
+class Snapshots:
+    """Snapshots of one environment (the workspace roots), each cheaper than the first.
 
-    out: Snapshot = {}
-    base_s = os.path.realpath(base)
-    for root in dict.fromkeys(Path(os.path.realpath(r)) for r in roots):
-        for rel in list_files(root, root, cancel):
-            full = os.path.join(root, rel)
-            try:
-                st = os.lstat(full)
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            digest = _hash(full)
-            if digest is None:
-                continue
-            key = os.path.relpath(full, base_s) if full.startswith(base_s.rstrip("/") + "/") else full
-            out[key.replace(os.sep, "/")] = (digest, stat.S_IMODE(st.st_mode))
-    return out
+    The first is the full pass: cox's listing (git's, through a process), every listed file
+    stat'ed and hashed. After it, the root's inotify watch (``cox.actors.store.watch.TreeWatch``,
+    the checkpoints' own) says which paths changed since the last snapshot: only those are
+    stat'ed again, and the listing is redone only when a path appeared that it did not hold (a
+    created or renamed file or folder) or a ``.gitignore`` changed. When the watch cannot vouch
+    (no inotify, an overflow, too many folders) it is the full pass again. A file is hashed again
+    unless its device, inode, size, mtime and ctime equal what they were when it was last hashed
+    and that ctime lies ``RACY_NS`` before that hashing began (git's "racily clean" case: a file
+    written in the same clock tick as it was hashed could change again without a visible stat
+    change). What the watch does not see, the gate does not either — the checkpoints' caveat:
+    writes through a shared ``mmap``, and another machine's writes on a network file system.
+    Not thread-safe: one caller (the graph's driver thread).
+    """
+
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, base: Path, roots: Iterable[Path]) -> None:
+        self.base = os.path.realpath(base)
+        self.roots = list(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
+        self._listed: dict[Path, set[str]] = {}
+        self._entries: dict[Path, dict[str, tuple[str, int]]] = {}
+        self._watches: dict[Path, TreeWatch] = {}
+        self._known: dict[str, tuple[tuple[int, int, int, int, int], int, str]] = {}
+        self.listings = 0
+        self.full_passes = 0
+
+    def _changes(self, root: Path) -> set[str] | None:
+        """What the watch saw change under ``root`` since the last call; None: rescan it all."""
+        from cox.actors.store.watch import TreeWatch
+
+        watch = self._watches.get(root)
+        if watch is None:
+            watch = self._watches[root] = TreeWatch(root)
+            watch.start()  # before the first listing: nothing after it is missed
+            return None
+        return watch.drain()
+
+    def _entry(self, full: str, began: int) -> tuple[str, int] | None:
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = self._known.get(full)
+        if known is not None and known[0] == key and st.st_ctime_ns < known[1] - self.RACY_NS:
+            return known[2], stat.S_IMODE(st.st_mode)
+        digest = _hash(full)
+        if digest is None:
+            return None
+        self._known[full] = (key, began, digest)
+        return digest, stat.S_IMODE(st.st_mode)
+
+    def _root(self, root: Path, began: int, cancel: CancelToken | None) -> dict[str, tuple[str, int]]:
+        from cox.actors.tools.search import list_files
+
+        top = str(root).rstrip("/") + "/"
+        changes = self._changes(root)
+        listed, entries = self._listed.get(root), self._entries.get(root)
+        if changes is not None and listed is not None and entries is not None and changes <= listed \
+                and not any(p.rsplit("/", 1)[-1] == ".gitignore" for p in changes):
+            if changes:
+                entries = dict(entries)  # a snapshot given out is never changed afterwards
+            for rel in changes:
+                got = self._entry(top + rel, began)
+                if got is None:
+                    entries.pop(rel, None)
+                else:
+                    entries[rel] = got
+        else:
+            listed = self._listed[root] = set(list_files(root, root, cancel))
+            self.listings += 1
+            self.full_passes += 1
+            entries = {}
+            for rel in listed:
+                got = self._entry(top + rel, began)
+                if got is not None:
+                    entries[rel] = got
+        self._entries[root] = entries
+        return entries
+
+    def take(self, cancel: CancelToken | None = None) -> Snapshot:
+        """The files of the roots as cox's listing sees them, keyed relative to ``base``."""
+        out: Snapshot = {}
+        began = time.time_ns()
+        prefix = self.base.rstrip("/") + "/"
+        if len(self.roots) == 1 and str(self.roots[0]).rstrip("/") + "/" == prefix:
+            return self._root(self.roots[0], began, cancel)  # shared, never changed afterwards
+        for root in self.roots:
+            top = str(root).rstrip("/") + "/"
+            inside = top.startswith(prefix) or top == prefix
+            lead = top[len(prefix):] if inside else top
+            for rel, entry in self._root(root, began, cancel).items():
+                out[(lead + rel).replace(os.sep, "/")] = entry
+        return out
+
+    def close(self) -> None:
+        for watch in self._watches.values():
+            watch.close()
+        self._watches.clear()
+
+
+def snapshot(base: Path, roots: Iterable[Path], cancel: CancelToken | None = None) -> Snapshot:
+    """One snapshot of the roots (see :class:`Snapshots`), keyed relative to ``base``."""
+    snaps = Snapshots(base, roots)
+    try:
+        return snaps.take(cancel)
+    finally:
+        snaps.close()
 
 
 def changed(before: Mapping[str, tuple[str, int]], after: Mapping[str, tuple[str, int]]) -> set[str]:
     """Paths created, deleted, or whose content or mode differs."""
+    if before is after:
+        return set()
     return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
 
 

@@ -30,7 +30,7 @@ from .base import BaseTool, ToolEnv, ToolInputError
 if TYPE_CHECKING:
     from cox.agents.evidence import Snapshot
     from cox.agents.graph import Outcome, Scheduler, Task
-    from cox.agents.runner import AgentRunner
+    from cox.agents.runner import AgentReport, AgentRunner
 
 JOIN_S = 60.0  # an outer bound for running tasks to end once interrupted (only a hang reaches it)
 ANSWER_TAIL = 1500
@@ -123,24 +123,20 @@ class WorkGraphTool(BaseTool):
         sched = Scheduler(tasks)
         stop = env.cancel.on_cancel(lambda: run.ended.put(None))
         try:
-            while not sched.done:
-                if env.cancel.cancelled:
-                    break
-                for task in sched.start():
-                    run.launch(task)
-                if sched.done:
-                    break
-                if not sched.running:  # pragma: no cover - the scheduler always has work or is done
+            while not sched.done and not env.cancel.cancelled:
+                run.launch(sched.start())
+                if sched.done or not sched.running:
                     break
                 got = run.ended.get()
                 if got is None:
                     break
-                sched.finish(got)
+                sched.finish(run.settle(*got))
             if not sched.done:
                 sched.stop("the graph was interrupted before this task started")
                 run.drain(sched)
         finally:
             stop()
+            run.snaps.close()
         outcomes = sched.results()
         text = "\n".join(_format(o, run.answers.get(o.id, "")) for o in outcomes)
         counts = {s: sum(1 for o in outcomes if o.state == s) for s in ("done", "failed", "skipped")}
@@ -160,61 +156,85 @@ def _is_file(path: Path) -> bool:
 
 
 class _Run:
-    """The threads of one graph run: each task's snapshot, agent and verdict."""
+    """One graph run. The call's thread (the driver) launches tasks, takes every snapshot and
+    judges every report; each task's thread only runs its agent. The workspace is snapshotted
+    once per launch batch and once per end; the snapshot taken when the workspace fell idle is
+    the next batch's "before" (nothing ran in between), so a chain of writers costs one snapshot
+    per task."""
 
     def __init__(self, env: ToolEnv, runner: AgentRunner) -> None:
+        from cox.agents.evidence import Snapshots
+
         self.env = env
         self.runner = runner
-        self.ended: queue.Queue[Outcome | None] = queue.Queue()
+        self.ended: queue.Queue[tuple[Task, AgentReport | BaseException] | None] = queue.Queue()
         self.answers: dict[str, str] = {}
         roots = env.roots or [env.cwd]
         self.base = Path(roots[0])
-        self.roots = list(roots)
+        self.snaps = Snapshots(self.base, roots)
+        self.before: dict[str, Snapshot | str | None] = {}
+        self.idle: Snapshot | None = None  # the workspace as it was when nothing ran there
+        self.in_workspace = 0
 
-    def launch(self, task: Task) -> None:
-        from cox.agents.evidence import head_of, snapshot
+    def launch(self, tasks: list[Task]) -> None:
+        from cox.agents.evidence import head_of
 
-        before: Snapshot | str | None = (snapshot(self.base, self.roots) if task.isolation is None
-                                         else head_of(self.base))
-        threading.Thread(target=self._run, args=(task, before), name=f"work-graph:{task.id}", daemon=True).start()
+        shared = [t for t in tasks if t.isolation is None]
+        if shared:
+            snap = self.idle if self.idle is not None and self.in_workspace == 0 else self.snaps.take()
+            self.idle = None
+            self.in_workspace += len(shared)
+            for t in shared:
+                self.before[t.id] = snap
+        for t in tasks:
+            if t.isolation is not None:
+                self.before[t.id] = head_of(self.base)
+            threading.Thread(target=self._run, args=(t,), name=f"work-graph:{t.id}", daemon=True).start()
 
-    def _run(self, task: Task, before: Snapshot | str | None) -> None:
-        from cox.agents.graph import Outcome
-
-        try:
-            outcome = self._attempt(task, before)
-        except Exception as e:  # a runner or gate crash fails this task, never the graph
-            outcome = Outcome(task.id, "failed", f"it crashed: {type(e).__name__}: {e}")
-        self.ended.put(outcome)
-
-    def _attempt(self, task: Task, before: Snapshot | str | None) -> Outcome:
-        from cox.agents.evidence import changed, instructions, judge, snapshot, worktree_changes
-        from cox.agents.graph import Outcome
+    def _run(self, task: Task) -> None:
+        from cox.agents.evidence import instructions
         from cox.agents.runner import AgentTask
 
         prompt = task.prompt + instructions(task.scope, task.writable)
-        report = self.runner.run(AgentTask(description=task.id, prompt=prompt, read_only=not task.writable,
-                                           isolation=task.isolation, name=task.id), self.env.cancel)
-        self.answers[task.id] = report.text
-        agent = report.agent_id
-        seen: set[str]
+        try:
+            got: AgentReport | BaseException = self.runner.run(
+                AgentTask(description=task.id, prompt=prompt, read_only=not task.writable,
+                          isolation=task.isolation, name=task.id), self.env.cancel)
+        except Exception as e:  # a runner crash fails this task, never the graph
+            got = e
+        self.ended.put((task, got))
+
+    def settle(self, task: Task, got: AgentReport | BaseException) -> Outcome:
+        """The task's outcome: its environment snapshotted again, its report judged."""
+        from cox.agents.evidence import changed, judge, worktree_changes
+        from cox.agents.graph import Outcome
+
+        before = self.before.pop(task.id, None)
+        seen: set[str] | str
         if isinstance(before, dict):
-            seen = changed(before, snapshot(self.base, self.roots))
-        elif report.worktree is None:
-            return Outcome(task.id, "failed", "the runner ran it without the worktree it asked for", agent_id=agent)
+            after = self.snaps.take()
+            self.in_workspace -= 1
+            if self.in_workspace == 0:
+                self.idle = after
+            seen = changed(before, after)
+        elif isinstance(got, BaseException) or got.worktree is None:
+            seen = "the runner ran it without the worktree it asked for"
         else:
-            found = worktree_changes(Path(report.worktree), before)
-            if isinstance(found, str):
-                return Outcome(task.id, "failed", found, agent_id=agent)
-            seen = found
-        got = tuple(sorted(seen))
+            seen = worktree_changes(Path(got.worktree), before)
+        if isinstance(got, BaseException):
+            return Outcome(task.id, "failed", f"it crashed: {type(got).__name__}: {got}")
+        self.answers[task.id] = got.text
+        agent = got.agent_id
+        if isinstance(seen, str):
+            return Outcome(task.id, "failed", seen, agent_id=agent)
+        files = tuple(sorted(seen))
         if self.env.cancel.cancelled:
-            return Outcome(task.id, "failed", "interrupted while it ran", changed=got, agent_id=agent)
-        if not report.ok:
-            return Outcome(task.id, "failed", f"the agent did not finish (it stopped with {report.stop})",
-                           changed=got, agent_id=agent)
-        verdict = judge(report.text, seen, task.scope, task.writable)
-        return Outcome(task.id, "done" if verdict.ok else "failed", verdict.reason, verdict.evidence, got, agent)
+            return Outcome(task.id, "failed", "interrupted while it ran", changed=files, agent_id=agent)
+        if not got.ok:
+            return Outcome(task.id, "failed", f"the agent did not finish (it stopped with {got.stop})",
+                           changed=files, agent_id=agent)
+        verdict = judge(got.text, seen, task.scope, task.writable)
+        return Outcome(task.id, "done" if verdict.ok else "failed", verdict.reason, verdict.evidence, files, agent)
 
     def drain(self, sched: Scheduler) -> None:
         """Collect the tasks still running after an interrupt (they see the cancelled token); a
@@ -230,4 +250,4 @@ class _Run:
                     sched.finish(Outcome(ident, "failed", "it did not end after the interrupt"))
                 return
             if got is not None:
-                sched.finish(got)
+                sched.finish(self.settle(*got))
