@@ -290,27 +290,44 @@ def head_of(repo: Path) -> str | None:
     return proc.stdout.decode().strip() if proc is not None and proc.returncode == 0 else None
 
 
-def worktree_changes(worktree: Path, start: str | None) -> set[str] | str:
+def worktree_changes(worktree: Path, branch: str | None, started_s: int, start: str | None) -> set[str] | str:
     """What a worktree task changed in its own worktree, or why git cannot say: every path whose
-    work-tree state differs from the commit the worktree forked at (committed since, changed,
-    deleted) plus untracked files git does not ignore. The fork point is the newest merge-base of
-    the worktree's HEAD with the parent's HEAD when the task started (``start``) and with
-    ``origin/HEAD`` (a worktree is cut from a freshly fetched default branch when there is a
-    remote), so upstream commits the worktree started with are not counted as its changes."""
+    work-tree state differs from where the branch stood when the task started (committed since,
+    changed, deleted) plus untracked files git does not ignore.
+
+    Where the branch stood: its reflog's newest entry from a second before ``started_s``, or, for a
+    branch created during the task, the reflog's first entry (the commit it was cut from). A
+    reused worktree's earlier commits are thus not this task's; a commit made in the very second
+    the task started counts as the task's (a false failure, never a false pass). Without a
+    reflog: the newest merge-base of HEAD with the parent's HEAD at the start (``start``) and with
+    ``origin/HEAD``. Uncommitted changes a reused worktree already held are counted as the task's:
+    git keeps no record of when they were made."""
     from cox.gitsafe import run_git
 
     def git(*args: str) -> bytes | None:
         proc = run_git(worktree, "-c", "core.quotepath=off", *args, filters=False)
         return proc.stdout if proc is not None and proc.returncode == 0 else None
 
-    bases = [b.decode().strip() for ref in (start, "origin/HEAD") if ref
-             for b in [git("merge-base", "HEAD", ref)] if b]
-    if not bases:
-        return f"git cannot tell what changed in the worktree {worktree}: no fork point with the workspace's HEAD"
-    base = bases[0]
-    for other in bases[1:]:
-        if git("merge-base", "--is-ancestor", base, other) is not None:  # exit 0: other is newer
-            base = other
+    base = None
+    log = git("reflog", "show", "--format=%H %gd", "--date=unix", f"refs/heads/{branch}", "--") if branch else None
+    if log:
+        entries = []
+        for line in log.decode(errors="replace").splitlines():
+            sha, _, selector = line.partition(" ")
+            stamp = selector.rpartition("@{")[2].rstrip("}")
+            if stamp.isdigit():
+                entries.append((sha, int(stamp)))
+        earlier = [sha for sha, when in entries if when < started_s]
+        base = earlier[0] if earlier else (entries[-1][0] if entries else None)
+    if base is None:
+        bases = [b.decode().strip() for ref in (start, "origin/HEAD") if ref
+                 for b in [git("merge-base", "HEAD", ref)] if b]
+        if not bases:
+            return f"git cannot tell what changed in the worktree {worktree}: no fork point with the workspace's HEAD"
+        base = bases[0]
+        for other in bases[1:]:
+            if git("merge-base", "--is-ancestor", base, other) is not None:  # exit 0: other is newer
+                base = other
     diff = git("diff", "--name-only", "--no-renames", "-z", base, "--")
     untracked = git("ls-files", "--others", "--exclude-standard", "-z")
     if diff is None or untracked is None:

@@ -264,8 +264,10 @@ def test_risk_and_registration() -> None:
     assert tool.risk({"tasks": [task("a", isolation="worktree")]}) is Risk.DESTRUCTIVE
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout
+def _git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    import os
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}).stdout
 
 
 def test_ignored_files_are_not_seen_and_git_tracked_ones_are(ws: Path) -> None:
@@ -276,11 +278,22 @@ def test_ignored_files_are_not_seen_and_git_tracked_ones_are(ws: Path) -> None:
     assert states(result)["w"] == ("done", ""), result.visible
 
 
-def test_a_worktree_task_is_judged_on_its_own_worktree(ws: Path, tmp_path: Path) -> None:
+PAST = {"GIT_COMMITTER_DATE": "@1500000000 +0000", "GIT_AUTHOR_DATE": "@1500000000 +0000"}
+
+
+@pytest.mark.parametrize("reused", [False, True], ids=["new", "reused"])
+def test_a_worktree_task_is_judged_on_its_own_worktree(ws: Path, tmp_path: Path, reused: bool) -> None:
+    """Its changes (committed or not) are read by git in its worktree against where its branch
+    stood when it started: a reused worktree's earlier commit is not charged to it."""
     _git(ws, "init", "-q")
     _git(ws, "add", "-A")
     _git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
     wt = tmp_path / "wt-iso"
+    if reused:  # made by an earlier task, long ago
+        _git(ws, "worktree", "add", "-q", "-b", "iso", str(wt), env=PAST)
+        (wt / "src" / "old.py").write_text("earlier work\n")
+        _git(wt, "add", "src/old.py")
+        _git(wt, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "earlier", env=PAST)
 
     class WorktreeRunner(FakeRunner):
         def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> Any:
@@ -291,12 +304,14 @@ def test_a_worktree_task_is_judged_on_its_own_worktree(ws: Path, tmp_path: Path)
             return replace(got, worktree=wt, branch=task.name)
 
     def in_worktree(t: AgentTask, c: CancelToken) -> str:
-        _git(ws, "worktree", "add", "-q", "-b", "iso", str(wt))
+        if not reused:
+            _git(ws, "worktree", "add", "-q", "-b", "iso", str(wt))
         (wt / "src" / "a.py").write_text("changed in the worktree\n")
         (wt / "src" / "new.py").write_text("new\n")
         _git(wt, "add", "src/new.py")
         _git(wt, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "new")
-        return report(["src/a.py", "src/new.py"])
+        (wt / "src" / "untracked.py").write_text("u\n")
+        return report(["src/a.py", "src/new.py", "src/untracked.py"])
 
     def main_writer(t: AgentTask, c: CancelToken) -> str:
         (ws / "src" / "main.py").write_text("main\n")
@@ -308,3 +323,25 @@ def test_a_worktree_task_is_judged_on_its_own_worktree(ws: Path, tmp_path: Path)
     assert states(result) == {"iso": ("done", ""), "main": ("done", "")}, result.visible
     assert runner.tasks["iso"].isolation == "worktree" and runner.tasks["iso"].name == "iso"
     assert (ws / "src" / "a.py").read_text() == "def f(): pass\n"
+
+
+def test_a_worktree_task_that_hides_a_commit_is_rejected(ws: Path, tmp_path: Path) -> None:
+    _git(ws, "init", "-q")
+    _git(ws, "add", "-A")
+    _git(ws, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    wt = tmp_path / "wt-iso"
+
+    class WorktreeRunner(FakeRunner):
+        def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> Any:
+            from dataclasses import replace
+            return replace(super().run(task, cancel, call_id), worktree=wt, branch="iso")
+
+    def sneaky(t: AgentTask, c: CancelToken) -> str:
+        _git(ws, "worktree", "add", "-q", "-b", "iso", str(wt))
+        (wt / "README.md").write_text("committed quietly\n")
+        _git(wt, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "quiet")
+        return report([])
+
+    result = run_graph(ws, WorktreeRunner({"iso": sneaky}), [task("iso", scope=["src"], writable=True,
+                                                                    isolation="worktree")])
+    assert states(result)["iso"] == ("failed", "it changed README.md, outside its scope (src)")

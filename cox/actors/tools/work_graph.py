@@ -172,7 +172,7 @@ class _Run:
         roots = env.roots or [env.cwd]
         self.base = Path(roots[0])
         self.snaps = Snapshots(self.base, roots)
-        self.before: dict[str, Snapshot | str | None] = {}
+        self.before: dict[str, Snapshot | tuple[int, str | None]] = {}
         self.idle: Snapshot | None = None  # the workspace as it was when nothing ran there
         self.in_workspace = 0
 
@@ -188,7 +188,7 @@ class _Run:
                 self.before[t.id] = snap
         for t in tasks:
             if t.isolation is not None:
-                self.before[t.id] = head_of(self.base)
+                self.before[t.id] = (int(time.time()), head_of(self.base))
             threading.Thread(target=self._run, args=(t,), name=f"work-graph:{t.id}", daemon=True).start()
 
     def _run(self, task: Task) -> None:
@@ -209,7 +209,7 @@ class _Run:
         from cox.agents.evidence import changed, judge, worktree_changes
         from cox.agents.graph import Outcome
 
-        before = self.before.pop(task.id, None)
+        before = self.before.pop(task.id)
         seen: set[str] | str
         if isinstance(before, dict):
             after = self.snaps.take()
@@ -220,7 +220,7 @@ class _Run:
         elif isinstance(got, BaseException) or got.worktree is None:
             seen = "the runner ran it without the worktree it asked for"
         else:
-            seen = worktree_changes(Path(got.worktree), before)
+            seen = worktree_changes(Path(got.worktree), got.branch, *before)
         if isinstance(got, BaseException):
             return Outcome(task.id, "failed", f"it crashed: {type(got).__name__}: {got}")
         self.answers[task.id] = got.text
