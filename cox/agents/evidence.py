@@ -1,31 +1,36 @@
 """The evidence gate: a work-graph task counts as done only if what it says it changed is what
 the engine saw change, all of it inside its scope, and it says what shows the work is done.
 
-Before a task runs, :func:`snapshot` records its environment: every file under the workspace
-roots that cox's own listing sees (``cox.actors.tools.search.list_files``: ``.git`` never, what
-git's ignore rules hide skipped — the files grep and glob see) as path → (content hash, mode).
-After it ends, a second snapshot; :func:`changed` is the difference (created, modified, deleted,
-or only its mode changed). The child is told (:func:`instructions`) to end its answer with a
-fenced ``report`` block::
+Before a task runs, its environment is snapshotted (:class:`Snapshots`): every file under the
+workspace roots that cox's own listing sees (``cox.actors.tools.search.list_files``: ``.git``
+never, what git's ignore rules hide skipped: the files grep and glob see) as path → (content
+hash, mode). After it ends, a second snapshot; :func:`changed` is the difference (created,
+modified, deleted, or only its mode changed). Paths are relative to the first root; a file of a
+second root outside it is keyed by its absolute path, which no scope entry covers. A worktree
+task is its own environment and is read by git in its worktree (:func:`worktree_changes`). The
+child is told (:func:`instructions`, appended to its prompt) to end its answer with a fenced
+``report`` block::
 
     ```report
     changed: ["src/a.py", "tests/test_a.py"]
     evidence: ran pytest tests/test_a.py: 3 passed
     ```
 
-and :func:`judge` passes the task only if the claimed list equals the seen set, every seen path
-lies inside the task's scope (a read-only task's scope is empty: any change fails it), and the
-evidence is not empty; otherwise the verdict's reason says which test failed and on what paths.
+and :func:`judge` passes the task only if every seen path lies inside the task's scope (a
+read-only task may change nothing), the claimed list equals the seen set, and the evidence is not
+empty; otherwise the verdict's reason says which test failed and on which paths.
 
 Why the attribution is exact. The scheduler (:mod:`cox.agents.graph`) never runs a writable task
 beside any other task of its environment, so what changed between its two snapshots was changed
-by it (or by the person, which a task must not be credited with either). Read-only tasks run in
-parallel with each other but never beside a writer of their environment, and they are meant to
-change nothing: a change seen while read-only tasks ran is a failure of every one of them whose
-window saw it, so a read-only task that writes can never make a writable task pass or fail, and
-never goes unnoticed itself. A worktree task is its own environment and does not touch the
-workspace snapshot. What the gate cannot see: files git ignores (build output, ``.env``), and
-symlinks (the listing skips them), which the scope check does not cover either.
+by it (or by the person meanwhile, which it is then asked to account for: a false failure, never
+a false pass). Read-only tasks run beside each other but never beside a writer of their
+environment, so a reader cannot corrupt a writer's attribution; and since a reader may change
+nothing, a change seen while readers ran fails every reader whose window saw it (a batch started
+together shares its "before" snapshot): a read-only task that writes is itself a failure and
+never goes unnoticed, at worst with an innocent reader failing beside it.
+
+What the gate cannot see: files git ignores (build output, ``.env``), symlinks (the listing skips
+them), and what inotify misses (see :class:`Snapshots`); the scope check covers only what it sees.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ if TYPE_CHECKING:
 Snapshot = dict[str, tuple[str, int]]
 """Workspace-relative ``/`` path (absolute for a second root outside the first) → (hash, mode)."""
 
-_BLOCK = re.compile(r"```[ \t]*report[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
+REPORT_BLOCK = re.compile(r"```[ \t]*report[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL)
 _CHUNK = 1 << 20
 
 
@@ -63,7 +68,7 @@ def instructions(scope: Iterable[str], writable: bool) -> str:
               "This task is read-only: do not create, change or delete any file. Any change fails the task.")
     return (
         f"\n\n---\n{bounds}\n"
-        "The engine snapshots the workspace before and after you run. End your final answer with this block, "
+        "The engine snapshots the workspace (your worktree, if you have one) before and after you run. End your final answer with this block, "
         "exactly once, as its last part:\n"
         "```report\n"
         "changed: [\"path/one\", \"path/two\"]\n"
@@ -74,14 +79,15 @@ def instructions(scope: Iterable[str], writable: bool) -> str:
     )
 
 
-def _hash(path: str) -> str | None:
+def _hash(path: str, size: int) -> str | None:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     h = hashlib.blake2b(digest_size=16)
+    step = min(_CHUNK, size + 1)
     try:
-        while chunk := os.read(fd, _CHUNK):
+        while chunk := os.read(fd, step):
             h.update(chunk)
     except OSError:
         return None
@@ -141,7 +147,7 @@ class Snapshots:
         known = self._known.get(full)
         if known is not None and known[0] == key and st.st_ctime_ns < known[1] - self.RACY_NS:
             return known[2], stat.S_IMODE(st.st_mode)
-        digest = _hash(full)
+        digest = _hash(full, st.st_size)
         if digest is None:
             return None
         self._known[full] = (key, began, digest)
@@ -220,7 +226,7 @@ class Claim:
 
 def parse_claim(text: str) -> Claim | str:
     """The last ``report`` block of the answer, or why it cannot be read."""
-    blocks = _BLOCK.findall(text)
+    blocks = REPORT_BLOCK.findall(text)
     if not blocks:
         return "its answer does not end with the ```report block (changed: [...], evidence: ...)"
     body = blocks[-1]

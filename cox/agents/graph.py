@@ -86,6 +86,8 @@ class Outcome:
     evidence: str = ""
     changed: tuple[str, ...] = ()
     agent_id: str = ""
+    worktree: str = ""
+    """``<path>, branch <name>`` for a task run in a worktree of its own."""
 
     @property
     def ok(self) -> bool:

@@ -61,7 +61,8 @@ def test_a_graph_runs_and_each_task_passes_the_gate(ws: Path) -> None:
     assert states(result) == {"impl": ("done", ""), "docs": ("done", ""), "review": ("done", "")}
     assert [e for e in runner.log if e[0] == "start"] == [("start", "impl"), ("start", "docs"), ("start", "review")]
     assert result.visible.startswith("work graph: 3 done, 0 failed, 0 skipped")
-    assert "[done] impl (agent agent-impl)\n  changed: src/b.py\n  evidence: read it back" in result.visible
+    assert ("[done] impl (agent agent-impl)\n  changed: src/b.py\n  evidence: read it back\n  answer: Done.\n"
+            in result.visible)  # the answer without its report block
     # every task was told its bounds and the report block, and ran read-only unless writable
     impl, review = runner.tasks["impl"], runner.tasks["review"]
     assert "You may change only files inside this scope" in impl.prompt and "```report" in impl.prompt
@@ -158,7 +159,7 @@ def test_a_report_without_the_block_or_evidence_fails(ws: Path, answer: str, why
     result = run_graph(ws, FakeRunner({"r": lambda t, c: answer}), [task("r")])
     state, reason = states(result)["r"]
     assert state == "failed" and why in reason
-    assert "answer (end): " + answer.splitlines()[0] in result.visible
+    assert "  answer: " + answer.splitlines()[0] in result.visible
 
 
 def test_the_last_report_block_counts_and_evidence_may_span_lines(ws: Path) -> None:
@@ -323,6 +324,7 @@ def test_a_worktree_task_is_judged_on_its_own_worktree(ws: Path, tmp_path: Path,
     assert states(result) == {"iso": ("done", ""), "main": ("done", "")}, result.visible
     assert runner.tasks["iso"].isolation == "worktree" and runner.tasks["iso"].name == "iso"
     assert (ws / "src" / "a.py").read_text() == "def f(): pass\n"
+    assert f"  worktree: {wt}, branch iso" in result.visible
 
 
 def test_a_worktree_task_that_hides_a_commit_is_rejected(ws: Path, tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ call's thread drives a :class:`~cox.agents.graph.Scheduler`: each task it lets s
 thread of its own through the parent session's runner (``env.services.agents.run``), its
 environment snapshotted before and after (:mod:`cox.agents.evidence`), and its answer judged by
 the evidence gate. The result lists every task in the order given: done (with its evidence),
-failed (with the reason) or skipped (with the reason), plus the tail of each agent's answer.
+failed (with the reason) or skipped (with the reason), the files it changed, its worktree, and
+the end of its agent's answer (the report block taken out: its content is shown above it).
 
 An interrupt (``env.cancel``) ends the graph: the running tasks see the same token and stop
 (they fail as interrupted), the pending ones are skipped. Risk: the tasks run agents that may
@@ -45,12 +46,22 @@ def _format(outcome: Outcome, answer: str) -> str:
         lines.append(f"  reason: {outcome.reason}")
     if outcome.changed:
         lines.append(f"  changed: {', '.join(outcome.changed)}")
+    if outcome.worktree:
+        lines.append(f"  worktree: {outcome.worktree}")
     if outcome.evidence:
         lines.append("  evidence: " + outcome.evidence.replace("\n", "\n    "))
-    if answer and not outcome.ok:
-        tail = answer[-ANSWER_TAIL:]
-        lines.append("  answer (end): " + tail.replace("\n", "\n    "))
+    text = _without_report(answer).strip() if outcome.ok else answer.strip()
+    if text:
+        shown = text if len(text) <= ANSWER_TAIL else "…" + text[-ANSWER_TAIL:]
+        lines.append("  answer: " + shown.replace("\n", "\n    "))
     return "\n".join(lines)
+
+
+def _without_report(answer: str) -> str:
+    from cox.agents.evidence import REPORT_BLOCK
+
+    found = list(REPORT_BLOCK.finditer(answer))
+    return answer[:found[-1].start()] + answer[found[-1].end():] if found else answer
 
 
 class WorkGraphTool(BaseTool):
@@ -142,7 +153,8 @@ class WorkGraphTool(BaseTool):
         counts = {s: sum(1 for o in outcomes if o.state == s) for s in ("done", "failed", "skipped")}
         summary = f"work graph: {counts['done']} done, {counts['failed']} failed, {counts['skipped']} skipped"
         meta = {"tasks": [{"id": o.id, "state": o.state, "reason": o.reason, "changed": list(o.changed),
-                           "agent_id": o.agent_id} for o in outcomes], **counts}
+                           "evidence": o.evidence, "agent_id": o.agent_id, "worktree": o.worktree}
+                          for o in outcomes], **counts}
         if env.cancel.cancelled:
             return ToolResult(status=ToolStatus.ABORTED, visible=summary + " (interrupted)\n" + text, meta=meta)
         return ToolResult(visible=summary + "\n" + text, meta=meta)
@@ -234,7 +246,9 @@ class _Run:
             return Outcome(task.id, "failed", f"the agent did not finish (it stopped with {got.stop})",
                            changed=files, agent_id=agent)
         verdict = judge(got.text, seen, task.scope, task.writable)
-        return Outcome(task.id, "done" if verdict.ok else "failed", verdict.reason, verdict.evidence, files, agent)
+        where = f"{got.worktree}, branch {got.branch}" if got.worktree is not None else ""
+        return Outcome(task.id, "done" if verdict.ok else "failed", verdict.reason, verdict.evidence, files, agent,
+                       where)
 
     def drain(self, sched: Scheduler) -> None:
         """Collect the tasks still running after an interrupt (they see the cancelled token); a
