@@ -51,6 +51,8 @@ from cox.policy.wildmatch import translate
 from cox.slim import dataclass
 
 WORKSPACE = "workspace"
+FIELDS = ("id", "prompt", "deps", "scope", "writable", "isolation")
+_WORKTREE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 ISOLATIONS = (None, "worktree")
 MAX_PARALLEL = 8
 MAX_TASKS = 200
@@ -73,7 +75,7 @@ class Task:
     @property
     def env(self) -> str:
         """The environment the task changes: its own worktree, or the shared workspace."""
-        return f"worktree:{self.id}" if self.isolation == "worktree" else WORKSPACE
+        return f"worktree:{self.id.lower()}" if self.isolation == "worktree" else WORKSPACE
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +115,16 @@ def parse(raw: Any, is_file: Callable[[str], bool] | None = None) -> list[Task]:
         if task is not None:
             tasks.append(task)
     seen: set[str] = set()
+    worktrees: dict[str, str] = {}
     for t in tasks:
         if t.id in seen:
             errors.append(f"task id {t.id!r} is used twice; give every task its own id.")
         seen.add(t.id)
+        if t.isolation == "worktree":
+            other = worktrees.setdefault(t.env, t.id)
+            if other != t.id:
+                errors.append(f"tasks {other!r} and {t.id!r} would share one worktree (branch names are "
+                              "lower-case); give them ids that differ in more than case.")
     for t in tasks:
         for d in t.deps:
             if d == t.id:
@@ -144,6 +152,10 @@ def _task(n: int, item: Any, errors: list[str]) -> Task | None:
         return None
     ident = ident.strip()
     name = f"task {ident!r}"
+    unknown = [k for k in item if k not in FIELDS]
+    if unknown:
+        errors.append(f"{name} has unknown field{'s' if len(unknown) > 1 else ''} "
+                      f"{', '.join(repr(k) for k in unknown)}; a task's fields are {', '.join(FIELDS)}.")
     prompt = item.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         errors.append(f"{name} has an empty prompt; say what the agent should do.")
@@ -159,6 +171,9 @@ def _task(n: int, item: Any, errors: list[str]) -> Task | None:
     if isolation not in ISOLATIONS:
         errors.append(f"{name}: 'isolation' must be \"worktree\" or absent, not {isolation!r}.")
         isolation = None
+    if isolation == "worktree" and not _WORKTREE_ID.match(ident):
+        errors.append(f"{name} names its worktree and branch: use letters, digits, '.', '_' and '-' only "
+                      "(at most 64, starting with a letter or digit).")
     if writable and not scope:
         errors.append(f"{name} is writable but its scope is empty; list the paths or globs it may change.")
     return Task(ident, prompt.strip(), tuple(dict.fromkeys(deps)), scope, writable, isolation)

@@ -57,6 +57,9 @@ def test_unknown_dep_duplicate_id_self_dep_and_empty_prompt_are_all_reported() -
     ({"tasks": [t("a", scope=["./"], writable=True)]}, "whole workspace"),
     ({"tasks": [t("a", isolation="docker")]}, "'isolation' must be"),
     ({"tasks": [t("a", deps="b")]}, "depends on 'b'"),
+    ({"tasks": [t("a", dependencies=["b"])]}, "unknown field 'dependencies'; a task's fields are id, prompt"),
+    ({"tasks": [t("../x", isolation="worktree")]}, "names its worktree and branch"),
+    ({"tasks": [t("Fix", isolation="worktree"), t("fix", isolation="worktree")]}, "would share one worktree"),
 ])
 def test_bad_input_gets_a_sentence(raw: object, says: str) -> None:
     with pytest.raises(GraphError) as e:
