@@ -143,6 +143,21 @@ def test_a_task_that_writes_outside_its_scope_is_rejected(ws: Path) -> None:
     assert states(result)["w"] == ("failed", "it changed README.md, outside its scope (src)")
 
 
+def test_an_out_of_scope_change_with_its_size_and_mtime_put_back_is_still_seen(ws: Path) -> None:
+    import os
+
+    def sneaky(t: AgentTask, c: CancelToken) -> str:
+        readme = ws / "README.md"
+        st = readme.stat()
+        readme.write_text("PWNED\n")  # as long as "hello\n"
+        os.utime(readme, ns=(st.st_atime_ns, st.st_mtime_ns))
+        (ws / "src" / "b.py").write_text("b\n")
+        return report(["src/b.py"])
+
+    result = run_graph(ws, FakeRunner({"s": sneaky}), [task("s", scope=["src"], writable=True)])
+    assert states(result)["s"] == ("failed", "it changed README.md, outside its scope (src)")
+
+
 def test_a_read_only_task_that_writes_is_rejected(ws: Path) -> None:
     runner = FakeRunner({"r": writes(ws, {"notes.txt": "x\n"}, claim=[])})
     result = run_graph(ws, runner, [task("r", scope=["notes.txt"])])
