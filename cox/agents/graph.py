@@ -2,28 +2,31 @@
 scheduler that decides which may start now. Pure: no threads, no files, no agents.
 
 A graph is ``{tasks: [{id, prompt, deps, scope, writable, isolation?}]}``. :func:`parse` refuses,
-with one sentence per problem and all problems at once, a graph a run could only fail on: a task
-without an id or prompt, a duplicate id, an unknown dependency, a cycle (a topological sort; the
-cycle is named ``a -> b -> a``), a scope entry that is absolute, climbs out with ``..`` or uses
-braces, a writable task with nothing in its scope, and two writable tasks in the same
-environment whose scopes overlap while neither depends on the other (their order would be
+with one sentence per problem and all problems at once, a graph a run could only fail on or
+would run wrongly: a task without an id or prompt, an unknown field (a misspelt ``deps`` would
+otherwise run the task too early), a duplicate id, an unknown dependency, a cycle (a topological
+sort; the cycle is named ``a -> b -> a``), a scope entry that is absolute, climbs out with ``..``
+or uses braces, a writable task with nothing in its scope, a worktree task whose id cannot name a
+worktree and branch (or names the same one as another's, case aside), and two writable tasks of
+one environment whose scopes overlap while neither depends on the other (their order would be
 arbitrary and one could undo the other; ordered by a dependency they are a pipeline, which is
-fine).
+fine). A read-only task's scope is not checked: it may change nothing.
 
 Scopes. An entry is a path or a glob relative to the workspace (``src/a.py``, ``src/``,
 ``tests/**/*.py``), read in git's wildmatch dialect (:mod:`cox.policy.wildmatch`: ``*``/``?``
-never cross ``/``, ``**`` as a whole segment spans folders). An entry **covers** a path when it
-matches the path or one of its folders: ``src`` covers ``src/a/b.py``, ``src/*`` covers
-``src/a/b.py`` too. Two entries **overlap** when some path is covered by both; :func:`overlaps`
-decides it segment by segment (a ``**`` eats any number of segments; one entry running out first
-means everything below what it matched is covered, so they overlap, unless the entry is a literal
-path naming a file that exists now: a file has nothing below it, so ``src/a.py`` and
-``src/**/test_*.py`` are disjoint when ``src/a.py`` is a file and overlap when it could be a
-folder). Two single segments with wildcards on
-both sides (``*.py`` against ``test_*``) are compared by their literal head and tail: different
-heads or tails mean disjoint, anything else counts as overlapping. That test never calls
-overlapping entries disjoint; it may refuse a pair no file matches both of (``a?`` against
-``abc*``; a ``[...]`` class meeting another wildcard counts as overlapping), and the refusal names the two
+never cross ``/``, ``**`` as a whole segment spans folders, braces are refused rather than read
+literally). An entry **covers** a path when it matches the path or one of its folders: ``src``
+covers ``src/a/b.py``, ``src/*`` covers ``src/a/b.py`` too, ``a.py`` does not cover ``b/a.py``
+(anchored at the workspace, unlike a .gitignore line). Two entries **overlap** when some path is
+covered by both; :func:`overlaps` decides it segment by segment: a ``**`` eats any number of
+segments, and one entry running out first means everything below what it matched is covered,
+so they overlap, unless that entry is a literal path naming a file that exists now (a file has
+nothing below it: ``src/a.py`` and ``src/**/test_*.py`` are disjoint when ``src/a.py`` is a file,
+and overlap while it could be a folder). Two single segments with wildcards on both sides
+(``*.py`` against ``test_*``) are compared by their literal head and tail: different heads or
+tails mean disjoint, anything else counts as overlapping. That test never calls overlapping
+entries disjoint; it may refuse a pair no file matches both of (``a?`` against ``abc*``; a
+``[...]`` class meeting another wildcard counts as overlapping), and the refusal names the two
 entries so they can be narrowed.
 
 Environments. A task with ``isolation: "worktree"`` gets a worktree of its own and is its own
