@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import functools
 import os
 import struct
 import sys
@@ -48,9 +47,7 @@ _HEADER = struct.Struct("iIII")
 MAX_WATCHES = 20_000  # beyond this many folders the stat pass is the better deal
 
 
-@functools.lru_cache(maxsize=1)
 def _libc() -> ctypes.CDLL | None:
-    """libc with inotify, found once (``find_library`` runs ``ldconfig``: milliseconds)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
