@@ -23,3 +23,10 @@ def builtin_tools() -> dict[str, BaseTool]:
 
 def specs(tools: dict[str, BaseTool]) -> list[ToolSpec]:
     return [ToolSpec(t.name, t.description, t.input_schema) for t in sorted(tools.values(), key=lambda t: t.name)]
+
+
+def deferred_builtin_tools() -> dict[str, BaseTool]:
+    """Built-in tools that wait behind ``tool_search`` (imported only when a session asks)."""
+    from .work_graph import WorkGraphTool
+
+    return {WorkGraphTool.name: WorkGraphTool()}
