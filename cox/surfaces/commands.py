@@ -182,8 +182,13 @@ def session_tools(app: Any, prep: Prepared, *,
     from cox.actors.mcp.config import load_servers
 
     servers = load_servers(prep.config.mcp, prep.cwd)
+    builtin_deferred: dict[str, BaseTool] = {}
+    if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
+        from cox.actors.tools.registry import deferred_builtin_tools
+
+        builtin_deferred = deferred_builtin_tools()
     if not servers:
-        return tools, {}
+        return tools, builtin_deferred
     from cox.actors.mcp import resource_tools, start_mcp
     from cox.actors.tools.deferral import split_deferred
     from cox.policy.sandbox import SandboxPolicy
@@ -205,7 +210,9 @@ def session_tools(app: Any, prep: Prepared, *,
     for notice in manager.notices():  # ignored fields, untrusted, failed and pending servers
         print(f"cox: warning: {notice}", file=sys.stderr)
     s.mcp_servers = manager.state()
-    return split_deferred({**tools, **resource_tools(manager), **manager.tools()}, prep.config.mcp.max_loaded_tools)
+    loaded, deferred = split_deferred({**tools, **resource_tools(manager), **manager.tools()},
+                                      prep.config.mcp.max_loaded_tools)
+    return loaded, {**deferred, **builtin_deferred}
 
 
 def session_hooks(prep: Prepared) -> Any:

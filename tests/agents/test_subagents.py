@@ -311,3 +311,45 @@ def test_a_repository_cannot_turn_explore_into_a_writer(tmp_path: Path, cox_home
         {"text": "tried"},
     ]})
     assert not (ws / "marker.txt").exists() and not (ws / "marker2.txt").exists()
+
+
+def _report(changed: list[str], evidence: str) -> str:
+    import json
+
+    return f"done\n```report\nchanged: {json.dumps(changed)}\nevidence: {evidence}\n```"
+
+
+def test_a_work_graph_runs_real_agents_and_gates_their_reports(tmp_path: Path, cox_home: Path) -> None:
+    from cox.actors.tools.registry import deferred_builtin_tools
+
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    graph = {"tasks": [
+        {"id": "impl", "prompt": "write src/a.py", "scope": ["src/"], "writable": True},
+        {"id": "liar", "prompt": "write src/b.py but say nothing", "deps": ["impl"], "scope": ["src/"],
+         "writable": True},
+        {"id": "after-liar", "prompt": "never runs", "deps": ["liar"]},
+        {"id": "review", "prompt": "review src/a.py", "deps": ["impl"]},
+    ]}
+    run = run_session(ws, tmp_path / "h", [
+        {"tool_calls": [{"id": "s1", "name": "tool_search", "input": {"query": "select:run_agent_work_graph"}}]},
+        {"tool_calls": [{"id": "g1", "name": "run_agent_work_graph", "input": graph}]},
+        {"text": "graph done"},
+    ], "go", tools=tools(), deferred=deferred_builtin_tools(), mode=PermissionMode.BYPASS, agents={
+        "write src/a.py": [
+            {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "src/a.py", "content": "A = 1\n"}}]},
+            {"text": _report(["src/a.py"], "wrote src/a.py")}],
+        "write src/b.py but say nothing": [
+            {"tool_calls": [{"id": "w2", "name": "write", "input": {"path": "src/b.py", "content": "B = 2\n"}}]},
+            {"text": _report([], "nothing to see")}],
+        "review src/a.py": [
+            {"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "src/a.py"}}]},
+            {"text": _report([], "read src/a.py: A = 1")}],
+    })
+    check_invariants(run)
+    result = [e for e in run.of("tool_call_done") if e.call_id == "g1"][0].result
+    text = result.visible
+    assert "[done] impl" in text and "[done] review" in text
+    assert "[failed] liar" in text and "src/b.py" in text  # its report hid a change the engine saw
+    assert "[skipped] after-liar" in text
+    assert (ws / "src" / "a.py").read_text() == "A = 1\n"

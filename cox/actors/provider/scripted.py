@@ -168,8 +168,9 @@ class ScriptedProvider:
     def _take(self, request: ModelRequest) -> dict[str, Any]:
         with self._lock:
             self.requests.append(request)
-            first = _first_prompt(request)
-            if first in self._agents:
+            said = _first_prompt(request)
+            first = max((k for k in self._agents if said.startswith(k)), key=len, default=None)
+            if first is not None:
                 n = self._agent_next.get(first, 0)
                 queue = self._agents[first]
                 if n >= len(queue):
