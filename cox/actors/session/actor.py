@@ -22,11 +22,12 @@ the next turn; system[0..2] byte-stable.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -43,17 +44,19 @@ from cox.supervisors.actor import Exit, spawn_linked
 from cox.supervisors.timer import scheduler
 
 from . import messages as fx
-from .agents import AgentHost, Lineage
 from .checkpointing import Said
+from .holder import LazyAgents, reap_later
 from .holder import ScopeHolder as ScopeHolder
-from .holder import reap_later
-from .ledger import Purse
+from .ledger import Lineage, Purse
 from .machine import TurnMachine
 from .recorder import Recorder
 from .recorder import Sink as Sink
 from .resume import Rebuilt
 from .settings import SessionSettings as SessionSettings
 from .watchdog import WATCHDOG_S, Watchdog
+
+if TYPE_CHECKING:
+    from .agents import AgentHost
 
 log = get_logger("cox.session")
 
@@ -127,7 +130,8 @@ class SessionActor(CoxActor):
         self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn)
         self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
         self.lineage = lineage or Lineage(0, Purse())
-        self.agents = AgentHost(self, self.lineage)
+        self.agents: AgentHost | None = None  # made when a tool first starts an agent
+        self._agents_lock = threading.Lock()
         self.turns: dict[int, _TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
         deferred = dict(deferred or {})
@@ -136,7 +140,7 @@ class SessionActor(CoxActor):
             sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
             network=settings.network, jobs=self.jobs, archive=self._archive_put,
             deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
-            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.agents,
+            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=LazyAgents(self.agent_host),
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
             cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
         )
@@ -185,7 +189,8 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
-        self.agents.close_all()
+        if self.agents is not None:
+            self.agents.close_all()
         self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -211,7 +216,8 @@ class SessionActor(CoxActor):
                 log.exception("session failure handling failed")
         self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
-            self.agents.close_all()
+            if self.agents is not None:
+                self.agents.close_all()
             self.jobs.stop_all()
             self.tmp.remove()
         except Exception:
@@ -222,16 +228,17 @@ class SessionActor(CoxActor):
         match message:
             case fx.ChildExit():
                 self.children.pop((message.kind, message.gen, message.ident), None)
-                if message.kind == "agent":
+                if message.kind == "agent" and self.agents is not None:
                     self.agents.exited(message.ident, message.why)
                 self._apply(self.machine.on(message))
             case fx.ChildEvent():
-                for event in self.agents.relay(message):
+                for event in self.agent_host().relay(message):
                     self.recorder.emit(event)
-            case m.Approve() if self.agents.route(message):
+            case m.Approve() if self.agents is not None and self.agents.route(message):
                 pass  # a subagent's call: the child has the answer
             case m.Interrupt():
-                self.agents.interrupt_all()  # every child, in the same broadcast as the turn
+                if self.agents is not None:
+                    self.agents.interrupt_all()  # every child, in the same broadcast as the turn
                 self._apply(self.machine.on(message))
             case fx.WatchdogTick():
                 self._watchdog(message.gen)
@@ -390,6 +397,15 @@ class SessionActor(CoxActor):
             services=replace(self.tool_services, loaded=frozenset(n for n in self.deferred if n in self.tools)),
             reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
+
+    def agent_host(self) -> AgentHost:
+        """The session's subagents, made on first need (from a tool's thread: the lock)."""
+        with self._agents_lock:
+            if self.agents is None:
+                from .agents import AgentHost
+
+                self.agents = AgentHost(self, self.lineage)
+            return self.agents
 
     def spawn_child(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
         """A subagent's session, linked to this one like a turn's children (any thread)."""

@@ -36,11 +36,10 @@ from cox.log import get_logger
 from cox.protocol import messages as m
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, StopReason, ToolCall
-from cox.slim import dataclass
 
 from . import messages as fx
 from .holder import ScopeHolder
-from .ledger import Purse
+from .ledger import Lineage
 
 if TYPE_CHECKING:
     from cox.actors.tools.base import BaseTool
@@ -61,17 +60,6 @@ parent only (as Claude Code does); a child's Stop is the parent's SubagentStop."
 
 STOP_WAIT_S = 10.0
 """How long closing the parent waits for each child to stop (they are stopped together)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lineage:
-    """Where a session stands in its tree: its depth (0: the person's own), the tree's purse,
-    and for a child its parent's id and its agent id."""
-
-    depth: int
-    purse: Purse
-    parent_id: str = ""
-    agent_id: str = ""
 
 
 class ReadOnlyEngine:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cox.protocol.types import Usage
+from cox.slim import dataclass
 
 if TYPE_CHECKING:
     from cox.protocol.model import UsageDelta
@@ -83,3 +84,14 @@ class Ledger:
             return (f"the monthly budget of ${monthly:.2f} is spent (${self.month_spent + spent:.4f} this month); "
                     "raise budget.monthly_usd to go on")
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """Where a session stands in its tree: its depth (0: the person's own), the tree's purse,
+    and for a child its parent's id and its agent id."""
+
+    depth: int
+    purse: Purse
+    parent_id: str = ""
+    agent_id: str = ""
