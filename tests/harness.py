@@ -44,9 +44,11 @@ def run_session(workspace: Path, home: Path, replies: list[dict[str, Any]], prom
                 react: React | None = None, tools: dict[str, Any] | None = None, max_turns: int = 20,
                 turns: int | None = None, timeout: float = BOUND_S, app: App | None = None,
                 resumed: Any = None, session_id: str | None = None, budget_usd: float | None = None,
-                hooks: Any = None, deferred: dict[str, Any] | None = None, **settings_extra: Any) -> Run:
+                hooks: Any = None, deferred: dict[str, Any] | None = None,
+                agents: dict[str, list[dict[str, Any]]] | None = None, **settings_extra: Any) -> Run:
+    """``agents``: the scripted replies of subagents, by their prompt (docs/scripted-provider.md)."""
     prompts = [prompts] if isinstance(prompts, str) else prompts
-    provider = ScriptedProvider({"model": "scripted", "replies": replies})
+    provider = ScriptedProvider({"model": "scripted", "replies": replies, "agents": agents or {}})
     engine = Engine.compile(allow or [], ask or [], deny or [], home=home, roots=[workspace])
     settings = SessionSettings(session_id=session_id or new_ulid(), cwd=workspace, roots=[workspace],
                                model="scripted", permission_mode=mode, approval_policy=policy,
@@ -133,7 +135,8 @@ def normalize(run: Run, workspace: Path) -> list[dict[str, Any]]:
     return out
 
 
-OUTSIDE_TURN = {"session_started", "notice", "rewound", "error", "compacted", "usage"}
+OUTSIDE_TURN = {"session_started", "notice", "rewound", "error", "compacted", "usage", "agent_event"}
+"""What may come between turns (a background agent's events are relayed whenever they happen)."""
 
 
 def check_invariants(run: Run) -> None:

@@ -46,11 +46,12 @@ class AgentReport:
 
 
 class AgentRunner(Protocol):
-    def run(self, task: AgentTask, cancel: CancelToken) -> AgentReport:
-        """Run the task to its end (blocking the caller's thread); ``cancel`` ends it early."""
+    def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
+        """Run the task to its end (blocking the caller's thread); ``cancel`` ends it early.
+        ``call_id``: the parent's call that runs it (its events are tagged with it)."""
         ...
 
-    def start(self, task: AgentTask) -> str:
+    def start(self, task: AgentTask, call_id: str = "") -> str:
         """Start the task in the background; its agent id at once."""
         ...
 

@@ -16,8 +16,9 @@ Why each key is or is not on the list (the schema is ``cox.config.schema``):
   chooses where the traffic goes, so a project could otherwise move your code to another vendor.
 - ``core.cheap_model``, ``core.think_model``: kept; they are model names sent to the provider you
   chose, never another endpoint. ``core.mode``: kept (architect mode asks for its price consent).
-- ``core.max_turns``, ``budget.*`` and ``mcp.max_loaded_tools``: may only be lowered (a cap
-  narrows; more loaded MCP tools would make every request bigger).
+- ``core.max_turns``, ``budget.*``, ``mcp.max_loaded_tools`` and ``agents.max_depth``: may only be
+  lowered (a cap narrows; more loaded MCP tools would make every request bigger; deeper agents
+  multiply what one prompt may spend).
 - ``permissions.ask`` / ``deny``: kept (they narrow). ``permissions.allow``: only an empty list.
   ``permissions.mode``, ``approval_policy`` and ``sandbox.mode``: only as strict as yours or
   stricter, and never ``bypassPermissions`` / ``acceptEdits`` / ``danger-full-access``.
@@ -74,7 +75,8 @@ _ALWAYS_WIDENING: dict[Keys, frozenset[str]] = {
     ("sandbox", "mode"): frozenset({SandboxMode.DANGER_FULL_ACCESS}),
 }
 _LOWER_ONLY: frozenset[Keys] = frozenset({("core", "max_turns"), ("budget", "session_usd"),
-                                          ("budget", "monthly_usd"), ("mcp", "max_loaded_tools")})
+                                          ("budget", "monthly_usd"), ("mcp", "max_loaded_tools"),
+                                          ("agents", "max_depth")})
 _SUBSET_ONLY: dict[Keys, str] = {("sandbox", "writable_roots"): "writable roots",
                                  ("sandbox", "env_keep"): "environment variables kept in the sandbox"}
 

@@ -170,6 +170,14 @@ class ProviderConfig(_Section):
 
 
 @record
+class AgentsConfig(_Section):
+    """Subagents (the ``agent`` tool): how deep they may nest."""
+
+    max_depth: int = field(default=1, ge=0)
+    """0: no agent tool; 1: the person's session may start agents, which may not start more."""
+
+
+@record
 class LoggingConfig(_Section):
     """The level of ``$COX_HOME/logs/cox.log``."""
 
@@ -195,6 +203,7 @@ class Config(_Section):
     hooks: dict[str, Any] = field(default_factory=dict)  # free-form until the hooks issue
     models: dict[str, ModelConfig] = field(default_factory=dict)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
 
     _sources: dict[str, str] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
     _warnings: list[str] = dataclasses.field(default_factory=list, init=False, repr=False, compare=False)

@@ -284,6 +284,21 @@ class ErrorEvent(Record):
     fatal: bool = False
 
 
+@record
+class AgentEvent(Record):
+    """An event of a subagent (a child session), relayed by its parent: ``agent_id`` names the
+    child, ``call_id`` the parent's ``agent`` call that started it (Claude Code's
+    ``parent_tool_use_id``), ``event`` the child's event as it encodes. Only what a reader of the
+    parent needs is relayed (messages, calls, results, turn ends, warnings, usage): the child's
+    own rollout has every line. Its approvals reach the parent's surfaces as the parent's own
+    ``approval_required``, labelled with the agent."""
+
+    type: Literal["agent_event"] = "agent_event"
+    agent_id: str
+    call_id: str = ""
+    event: dict[str, Any] = field(default_factory=dict)
+
+
 Event = (
     SessionStarted
     | TurnStarted
@@ -305,6 +320,7 @@ Event = (
     | TurnDone
     | Rewound
     | ErrorEvent
+    | AgentEvent
 )
 
 _KINDS: dict[str, dict[str, type[Record]]] = {

@@ -166,11 +166,29 @@ def session_tools(app: Any, prep: Prepared, *,
     Returns ``(tools, deferred)``: MCP tools past ``mcp.max_loaded_tools`` are deferred, found
     and loaded through ``tool_search`` (``cox.actors.tools.deferral``)."""
     tools = _tools()
+    if prep.settings.max_agent_depth > 0:  # the agent tools, with the types this folder has
+        from cox.actors.tools.agent import agent_tools
+        from cox.agents.defs import load_agents
+
+        s = prep.settings
+        agents = load_agents(prep.cwd, s.home, cox_home=s.cox_home or prep.home, parent_model=s.model,
+                             models=s.model_overrides)
+        from cox.policy.sanitize import sanitize
+
+        for warning in agents.warnings:  # as the config's: on stderr, and among the TUI's first notices
+            print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+        prep.config.warnings.extend(agents.warnings)
+        tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
     from cox.actors.mcp.config import load_servers
 
     servers = load_servers(prep.config.mcp, prep.cwd)
+    builtin_deferred: dict[str, BaseTool] = {}
+    if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
+        from cox.actors.tools.registry import deferred_builtin_tools
+
+        builtin_deferred = deferred_builtin_tools()
     if not servers:
-        return tools, {}
+        return tools, builtin_deferred
     from cox.actors.mcp import resource_tools, start_mcp
     from cox.actors.tools.deferral import split_deferred
     from cox.policy.sandbox import SandboxPolicy
@@ -192,7 +210,9 @@ def session_tools(app: Any, prep: Prepared, *,
     for notice in manager.notices():  # ignored fields, untrusted, failed and pending servers
         print(f"cox: warning: {notice}", file=sys.stderr)
     s.mcp_servers = manager.state()
-    return split_deferred({**tools, **resource_tools(manager), **manager.tools()}, prep.config.mcp.max_loaded_tools)
+    loaded, deferred = split_deferred({**tools, **resource_tools(manager), **manager.tools()},
+                                      prep.config.mcp.max_loaded_tools)
+    return loaded, {**deferred, **builtin_deferred}
 
 
 def session_hooks(prep: Prepared) -> Any:

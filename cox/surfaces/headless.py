@@ -61,6 +61,11 @@ SEQUENCED = (m.UserTurn, m.Rewind)
 …) go to the session at once, since a running turn may be waiting for them."""
 
 
+FINAL_WORDS_S = 2.0
+"""How long a session that left the registry may take to emit what its crash handling says (one
+turn_done for the open turn); it is quick, and a session that died before it began says nothing."""
+
+
 def exit_code(result: dict[str, Any]) -> int:
     """The exit code a result stands for: the one place they are tied together."""
     subtype = result["subtype"]
@@ -82,6 +87,8 @@ class RunState:
     text: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     cost: float = 0.0
+    agents_cost: float = 0.0
+    """What the session's subagents spent (their usage, relayed): the result's cost is the tree's."""
     denials: list[dict[str, Any]] = field(default_factory=list)
     stop: str | None = None
     error: str | None = None
@@ -105,6 +112,8 @@ class RunState:
             self.usage = {"input_tokens": total.input_tokens, "output_tokens": total.output_tokens,
                           "cache_read_input_tokens": total.cache_read_tokens,
                           "cache_creation_input_tokens": total.cache_write_tokens}
+        elif t == "agent_event" and event.event.get("type") == "usage":  # a subagent's request: the tree's cost
+            self.agents_cost += float((event.event.get("usage") or {}).get("cost_usd") or 0.0)
         elif t == "tool_call_done" and event.result.status == "denied":
             self.denials.append({"tool_use_id": event.call_id, "reason": event.result.visible})
         elif t == "error":
@@ -142,7 +151,7 @@ class RunState:
             "num_turns": self.num_turns,
             "duration_ms": round((time.monotonic() - self.started) * 1000),
             "duration_api_ms": round(self.api_ms),
-            "total_cost_usd": round(self.cost, 6),
+            "total_cost_usd": round(self.cost + self.agents_cost, 6),
             "usage": self.usage or {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0,
                                     "cache_creation_input_tokens": 0},
             "permission_denials": self.denials,
@@ -346,6 +355,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 event, line = handle.events.get(timeout=idle_timeout)
             except queue.Empty:
                 if not handle.alive():  # nobody stopped it: whatever it was doing, that is an error
+                    handle.holder.finished.wait(FINAL_WORDS_S)  # its crash's last events, if it says them
                     if not handle.events.empty():
                         continue  # what it said before it went (a turn_done gets its result)
                     state.stop = "error"

@@ -9,11 +9,13 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import queue
 import subprocess
 import sys
 import threading
 
 LOGGING_DIR = os.path.dirname(logging.__file__)
+LOCKING = (queue.__file__, threading.__file__)
 
 
 class ChaosKill(SystemExit):
@@ -24,7 +26,8 @@ def unsafe_to_interrupt(ident: int) -> bool:
     """True while the thread is inside ``Popen.__init__``, an import or ``logging``. An exception
     injected in the first leaves a child whose pid nobody ever learns; in the others it can land
     between a lock's acquire and the ``with``/``try`` that releases it (the import lock, a
-    handler's lock), and every later import or log line in the process deadlocks. Only an
+    handler's lock), and every later import or log line in the process deadlocks; and one inside a
+queue's ``put`` can leave an event delivered that its sender believes was not (a surface's queue). Only an
     asynchronous exception can do that — a real crash is raised by code, never from inside
     CPython's fork/exec or a library's lock bookkeeping — so the schedule waits. Everywhere else
     (cox's code, pykka, waits, the actor runtime's own failure handling) is fair game."""
@@ -34,6 +37,8 @@ def unsafe_to_interrupt(ident: int) -> bool:
         if code.co_filename == subprocess.__file__ and code.co_name in ("__init__", "_execute_child"):
             return True
         if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)):
+            return True
+        if code.co_filename == queue.__file__ and code.co_name == "put":
             return True
         frame = frame.f_back
     return False

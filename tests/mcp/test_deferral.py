@@ -90,7 +90,9 @@ def test_under_the_count_every_tool_is_loaded_and_nothing_is_deferred(tmp_path: 
     assert len([n for n in first if n.startswith("mcp__")]) == 38
     assert "deferred (" not in first["tool_search"]
     done = [e for e in events if e["type"] == "tool_call_done"][0]
-    assert "no deferred tools" in done["result"]["visible"]
+    # No MCP tool waits behind tool_search; only cox's own work-graph tool does.
+    assert "no deferred tool matches 'weather'" in done["result"]["visible"]
+    assert "mcp__" not in done["result"]["visible"]
 
 
 class _Fake(BaseTool):

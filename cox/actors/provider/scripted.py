@@ -75,12 +75,18 @@ def load_script(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     _check_keys(script, SCRIPT_KEYS, where)
     for n, reply in enumerate(script["replies"], start=1):
         check_reply(reply, f"{where}, reply #{n}")
+    agents = script.get("agents", {})
+    if not isinstance(agents, dict) or not all(isinstance(v, list) for v in agents.values()):
+        raise ScriptError(f'{where}: "agents" maps a subagent\'s prompt to its list of replies')
+    for prompt, replies in agents.items():
+        for n, reply in enumerate(replies, start=1):
+            check_reply(reply, f"{where}, agent {prompt[:40]!r}, reply #{n}")
     return script
 
 
 # What a script may say. A key outside these is a typo the replay would otherwise skip silently
 # (a reply whose "txt" says nothing), so it is refused with its place named.
-SCRIPT_KEYS = {"model", "replies"}
+SCRIPT_KEYS = {"model", "replies", "agents"}
 REPLY_KEYS = {"thinking", "signature", "text", "tool_calls", "stop", "usage", "chunk", "delay_ms",
               "delta_delay_ms", "events", "error"}
 STEP_KEYS = {"text": {"text", "repeat"}, "thinking": {"thinking", "signature"}, "tool_call": {"tool_call"},
@@ -126,6 +132,21 @@ def check_reply(reply: Any, where: str) -> None:
             _check_keys(step["error"], ERROR_KEYS, f"{at}, its error")
 
 
+def _first_prompt(request: ModelRequest) -> str:
+    """The text of a conversation's first user message (a subagent's task)."""
+    for message in request.messages:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        for block in content or []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                return str(block.get("text", ""))
+        return ""
+    return ""
+
+
 class ScriptedProvider:
     """A Provider that plays replies from a script; one instance per session (it keeps its place)."""
 
@@ -136,6 +157,10 @@ class ScriptedProvider:
         self.model = str(self.script.get("model", "scripted"))
         self._replies: list[dict[str, Any]] = list(self.script["replies"])
         self._next = 0
+        # A subagent's conversation (its first prompt) plays its own replies, in its own order,
+        # so agents running at once get the replies written for them.
+        self._agents: dict[str, list[dict[str, Any]]] = {k: list(v) for k, v in self.script.get("agents", {}).items()}
+        self._agent_next: dict[str, int] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self.requests: list[ModelRequest] = []
@@ -143,6 +168,16 @@ class ScriptedProvider:
     def _take(self, request: ModelRequest) -> dict[str, Any]:
         with self._lock:
             self.requests.append(request)
+            said = _first_prompt(request)
+            first = max((k for k in self._agents if said.startswith(k)), key=len, default=None)
+            if first is not None:
+                n = self._agent_next.get(first, 0)
+                queue = self._agents[first]
+                if n >= len(queue):
+                    raise ProviderError(f"the scripted model has no reply #{n + 1} for the agent {first[:40]!r} "
+                                        f"(its script has {len(queue)})")
+                self._agent_next[first] = n + 1
+                return queue[n]
             if self._next >= len(self._replies):
                 raise ProviderError(
                     f"the scripted model has no reply #{self._next + 1} (its script has {len(self._replies)})"

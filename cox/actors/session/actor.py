@@ -22,11 +22,12 @@ the next turn; system[0..2] byte-stable.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -44,14 +45,18 @@ from cox.supervisors.timer import scheduler
 
 from . import messages as fx
 from .checkpointing import Said
+from .holder import LazyAgents, reap_later
 from .holder import ScopeHolder as ScopeHolder
-from .holder import reap_later
+from .ledger import Lineage, Purse
 from .machine import TurnMachine
 from .recorder import Recorder
 from .recorder import Sink as Sink
 from .resume import Rebuilt
 from .settings import SessionSettings as SessionSettings
 from .watchdog import WATCHDOG_S, Watchdog
+
+if TYPE_CHECKING:
+    from .agents import AgentHost
 
 log = get_logger("cox.session")
 
@@ -98,7 +103,7 @@ class SessionActor(CoxActor):
     def __init__(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
                  store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink], holder: ScopeHolder,
                  resumed: Rebuilt | None = None, hooks: Hook | None = None,
-                 deferred: dict[str, BaseTool] | None = None) -> None:
+                 deferred: dict[str, BaseTool] | None = None, lineage: Lineage | None = None) -> None:
         super().__init__()
         from cox.actors.mcp.elicitation import ElicitationBroker
         from cox.actors.tools.jobs import Jobs
@@ -124,6 +129,9 @@ class SessionActor(CoxActor):
                                               settings.checkpoints, store)
         self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn)
         self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
+        self.lineage = lineage or Lineage(0, Purse())
+        self.agents: AgentHost | None = None  # made when a tool first starts an agent
+        self._agents_lock = threading.Lock()
         self.turns: dict[int, _TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
         deferred = dict(deferred or {})
@@ -132,7 +140,7 @@ class SessionActor(CoxActor):
             sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
             network=settings.network, jobs=self.jobs, archive=self._archive_put,
             deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
-            ask=self.broker.ask_from_thread, session_tmp=self.tmp,
+            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=LazyAgents(self.agent_host),
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
             cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
         )
@@ -144,14 +152,15 @@ class SessionActor(CoxActor):
                 self.tools[name] = deferred[name]
         guard = engine.read_guard() if hasattr(engine, "read_guard") else None
         assembler = Assembler(settings.model, specs(tools), settings.cwd,
-                              microcompact_after_turns=settings.microcompact_after_turns, reads=guard)
+                              microcompact_after_turns=settings.microcompact_after_turns, reads=guard,
+                              role=settings.agent_prompt)
         # A repeated read is answered from the earlier result only while that result is still
         # sent whole (microcompaction has not turned it into a pointer yet).
         window = settings.dedup_window_turns
         if settings.microcompact_after_turns > 0:
             window = min(window, settings.microcompact_after_turns)
         self.machine = TurnMachine(settings, tools, deferred, _Ports(self), assembler, ReadCache(window), resumed,
-                                   has_hooks=hooks is not None)
+                                   has_hooks=hooks is not None, purse=self.lineage.purse)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -160,7 +169,8 @@ class SessionActor(CoxActor):
         others: Any = []
         if store is not None:
             try:  # a failure is told back as StorageFailed and raised again at the turn's end
-                meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.machine.main_model()}
+                meta = {"id": self.s.session_id, "cwd": str(self.s.cwd), "model": self.machine.main_model(),
+                        "parent_id": self.lineage.parent_id or None}
                 others = store.ask(sm.Open(meta, self.actor_ref), timeout=10)
             except Exception as exc:
                 if type(exc).__name__ != "StorageError":
@@ -173,10 +183,14 @@ class SessionActor(CoxActor):
                 since = datetime.datetime.combine(first, datetime.time()).timestamp()
                 spent: Any = store.ask(sm.SpentSince(since), timeout=10)
                 self.machine.ledger.month_spent = float(spent)
-        self._apply(self.machine.opened(others if isinstance(others, list) else []))
+        # A subagent works beside its parent and siblings by design: no "other sessions" notice.
+        alone = isinstance(others, list) and not self.lineage.parent_id
+        self._apply(self.machine.opened(others if alone else []))
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
+        if self.agents is not None:
+            self.agents.close_all()
         self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -188,14 +202,22 @@ class SessionActor(CoxActor):
                 store.ask(sm.Close(self.s.session_id), timeout=5)
             except Exception:
                 log.warning("store close failed", session=self.s.session_id)
+        self.holder.finished.set()
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
         # The rollout is intact up to the last event; tell the surfaces so they do not hang.
-        try:
-            self._apply(self.machine.crashed(str(exception_value)))
-        except Exception:
-            log.exception("session failure handling failed")
+        turn = self.machine.active.turn if self.machine.active is not None else None
+        for _ in range(3):  # a failure inside the failure handling (an injected kill) gets another go
+            try:
+                self._apply(self.machine.crashed())
+                self.recorder.close_open(f"session crashed: {exception_value}", turn)
+                break
+            except BaseException:  # noqa: BLE001 - whatever happens, the surfaces must hear the end
+                log.exception("session failure handling failed")
+        self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
+            if self.agents is not None:
+                self.agents.close_all()
             self.jobs.stop_all()
             self.tmp.remove()
         except Exception:
@@ -206,6 +228,17 @@ class SessionActor(CoxActor):
         match message:
             case fx.ChildExit():
                 self.children.pop((message.kind, message.gen, message.ident), None)
+                if message.kind == "agent" and self.agents is not None:
+                    self.agents.exited(message.ident, message.why)
+                self._apply(self.machine.on(message))
+            case fx.ChildEvent():
+                for event in self.agent_host().relay(message):
+                    self.recorder.emit(event)
+            case m.Approve() if self.agents is not None and self.agents.route(message):
+                pass  # a subagent's call: the child has the answer
+            case m.Interrupt():
+                if self.agents is not None:
+                    self.agents.interrupt_all()  # every child, in the same broadcast as the turn
                 self._apply(self.machine.on(message))
             case fx.WatchdogTick():
                 self._watchdog(message.gen)
@@ -364,6 +397,19 @@ class SessionActor(CoxActor):
             services=replace(self.tool_services, loaded=frozenset(n for n in self.deferred if n in self.tools)),
             reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
+
+    def agent_host(self) -> AgentHost:
+        """The session's subagents, made on first need (from a tool's thread: the lock)."""
+        with self._agents_lock:
+            if self.agents is None:
+                from .agents import AgentHost
+
+                self.agents = AgentHost(self, self.lineage)
+            return self.agents
+
+    def spawn_child(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
+        """A subagent's session, linked to this one like a turn's children (any thread)."""
+        return self._spawn(key, start)
 
     def _spawn(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
         """Start a turn child linked to this session: its exit, however it happens, comes back

@@ -1,10 +1,11 @@
-"""What a session shares with the threads around it: the scope an interrupt cancels, and the
-timer that reaps what a finished turn's commands left behind."""
+"""What a session shares with the threads around it: the scope an interrupt cancels, the timer
+that reaps what a finished turn's commands left behind, and the subagent runner its tools call."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -12,6 +13,12 @@ from cox.supervisors import CancelScope
 from cox.supervisors.timer import scheduler
 
 from . import messages as fx
+
+if TYPE_CHECKING:
+    from cox.agents.runner import AgentReport, AgentTask
+    from cox.protocol.interfaces import CancelToken
+
+    from .agents import AgentHost
 
 REAP_AFTER_S = 1.0
 """How long the calls of a finished turn have to reap their own processes before the session does."""
@@ -49,6 +56,10 @@ class ScopeHolder:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._scope: CancelScope | None = None
+        self.finished = threading.Event()
+        """Set when the session has said its last word (stopped, or its crash reported): the
+        actor leaves the registry before its failure handling emits, so "not alive" alone does
+        not mean every event is in the surface's queue."""
 
     def set(self, scope: CancelScope | None) -> None:
         with self._lock:
@@ -61,3 +72,26 @@ class ScopeHolder:
             return False
         scope.cancel()
         return True
+
+
+class LazyAgents:
+    """The runner a session's tools get, making the :class:`AgentHost` on the first call: a
+    session that never starts an agent never imports this module's machinery."""
+
+    def __init__(self, host: Callable[[], AgentHost]) -> None:
+        self._host = host
+
+    def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
+        return self._host().run(task, cancel, call_id)
+
+    def start(self, task: AgentTask, call_id: str = "") -> str:
+        return self._host().start(task, call_id)
+
+    def wait(self, ids: list[str], timeout_s: float, cancel: CancelToken) -> dict[str, AgentReport | None]:
+        return self._host().wait(ids, timeout_s, cancel)
+
+    def send(self, agent_id: str, text: str) -> str | None:
+        return self._host().send(agent_id, text)
+
+    def close(self, agent_id: str) -> str | None:
+        return self._host().close(agent_id)

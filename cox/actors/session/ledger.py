@@ -11,14 +11,36 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cox.protocol.types import Usage
+from cox.slim import dataclass
 
 if TYPE_CHECKING:
     from cox.protocol.model import UsageDelta
 
 
+class Purse:
+    """What a tree of sessions — a parent and its subagents — spent together. Shared by their
+    ledgers across threads; each judges its next request by the tree's spend."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._spent = 0.0
+
+    def add(self, usd: float) -> None:
+        with self._lock:
+            self._spent += usd
+
+    @property
+    def spent(self) -> float:
+        with self._lock:
+            return self._spent
+
+
 class Ledger:
     def __init__(self, model: str, session_cap: float | None, monthly_cap: float | None,
-                 overrides: dict[str, Any]) -> None:
+                 overrides: dict[str, Any], purse: Purse | None = None) -> None:
+        self.purse = purse or Purse()
         self.total = Usage(model=model)
         self.session_cap = session_cap
         self.monthly_cap = monthly_cap
@@ -37,6 +59,7 @@ class Ledger:
                       cache_read_tokens=reported.cache_read_tokens, cache_write_tokens=reported.cache_write_tokens)
         usage.cost_usd = describe(model, self.overrides).cost(usage)
         self.total = self.total + usage
+        self.purse.add(usage.cost_usd)
         self.last_request_cost = usage.cost_usd
         if main:
             self.last_context_tokens = (reported.input_tokens + reported.cache_read_tokens
@@ -44,8 +67,9 @@ class Ledger:
         return usage
 
     def stop_reason(self) -> str | None:
-        """Why the next request must not be sent: it would pass the session or monthly cap."""
-        spent = self.total.cost_usd
+        """Why the next request must not be sent: it would pass the session or monthly cap
+        (judged by what the whole tree of sessions spent)."""
+        spent = self.purse.spent
         next_cost = self.last_request_cost
         cap, monthly = self.session_cap, self.monthly_cap
         if monthly is not None and self.month_spent >= monthly:
@@ -60,3 +84,14 @@ class Ledger:
             return (f"the monthly budget of ${monthly:.2f} is spent (${self.month_spent + spent:.4f} this month); "
                     "raise budget.monthly_usd to go on")
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """Where a session stands in its tree: its depth (0: the person's own), the tree's purse,
+    and for a child its parent's id and its agent id."""
+
+    depth: int
+    purse: Purse
+    parent_id: str = ""
+    agent_id: str = ""

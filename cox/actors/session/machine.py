@@ -38,7 +38,7 @@ from cox.supervisors.cancel import CancelScope
 from . import history as h
 from . import messages as fx
 from .batch import Batch
-from .ledger import Ledger
+from .ledger import Ledger, Purse
 from .state import Compaction, Turn
 
 if TYPE_CHECKING:
@@ -85,7 +85,8 @@ class Ports(Protocol):
 
 class TurnMachine:
     def __init__(self, settings: SessionSettings, tools: dict[str, Any], deferred: dict[str, Any], ports: Ports,
-                 assembler: Assembler, reads: ReadCache, resumed: Rebuilt | None, has_hooks: bool) -> None:
+                 assembler: Assembler, reads: ReadCache, resumed: Rebuilt | None, has_hooks: bool,
+                 purse: Purse | None = None) -> None:
         self.s = settings
         self.tools = tools
         self.deferred = deferred
@@ -109,7 +110,7 @@ class TurnMachine:
         self.grants: list[str] = []
         self.denials: list[dict[str, Any]] = []
         self.ledger = Ledger(settings.model, settings.budget_usd, settings.monthly_budget_usd,
-                             settings.model_overrides)
+                             settings.model_overrides, purse)
         self.closing = False
         self.hook_context: str | None = None
         """A SessionStart hook's additionalContext, sent with the first prompt."""
@@ -200,14 +201,18 @@ class TurnMachine:
             self._fx.append(fx.SettleMarkers())
         return self._collect(handle)
 
-    def crashed(self, why: str) -> Effects:
-        """The session's own code failed: the running turn ends with the error (nothing waits)."""
+    def crashed(self) -> Effects:
+        """The session's own code failed, maybe halfway through a message's effects: the running
+        turn stops here. What the surfaces already saw is closed by the recorder, which alone
+        knows it (a turn_started or a call's request may never have been emitted)."""
         def handle() -> None:
             turn = self.active
             if turn is not None:
-                self._cancel(turn.scope)
-                self._emit(m.ErrorEvent(message=f"session crashed: {why}", fatal=True))
-                self._finish(StopReason.ERROR, f"session crashed: {why}")
+                self.active = None
+                self._fx.append(fx.Hold(None))
+                self._fx.append(fx.Cancel(turn.scope))
+                self._fx.append(fx.CloseQuestions("session_closed"))
+                self._fx.append(fx.EndTurn(turn.gen))
         return self._collect(handle)
 
     # ------------------------------------------------------------------ what the surfaces read
@@ -666,6 +671,8 @@ class TurnMachine:
             from cox.actors.tools.deferred import activated
 
             self._activate_deferred(activated(result))
+        if result.meta.get("changes_files"):  # a subagent's writes: no earlier read stands for a new one
+            self.reads.invalidate(None)
         if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
             self._notice("warning", result.meta["notice"])
 
@@ -822,8 +829,9 @@ class TurnMachine:
     def _record_usage(self, result: StreamResult) -> None:
         model = result.model or self.s.model
         usage = self.ledger.record(result.usage, model, main=not self._compacting(result.stream_id))
-        self._fx.append(fx.Store(sm.Usage(self.s.session_id, _plain(usage))))
+        # The event first, then its row: the index never leads the rollout.
         self._emit(m.UsageEvent(usage=usage, session_total=self.ledger.total, api_ms=result.api_ms))
+        self._fx.append(fx.Store(sm.Usage(self.s.session_id, _plain(usage))))
 
     def _context_full(self) -> bool:
         from cox.actors.provider.catalog import describe

@@ -128,6 +128,18 @@ class Reap:
     processes: list[Any]
 
 
+@dataclass(frozen=True, slots=True)
+class ChildEvent:
+    """An event of a subagent (``agents.py``: relayed from its sink), for the parent's surfaces."""
+
+    agent_id: str
+    kind: str
+    """The agent's type (explore, general-purpose, a custom one)."""
+    call_id: str
+    event: Any
+    line: str
+
+
 # ---------------------------------------------------------------- effects out
 
 

@@ -20,7 +20,7 @@ from cox.actors.store import messages as sm
 from cox.log import get_logger
 from cox.policy.redact import Carry
 from cox.protocol import messages as m
-from cox.protocol.types import StopReason
+from cox.protocol.types import StopReason, ToolResult
 
 log = get_logger("cox.session")
 
@@ -28,7 +28,7 @@ Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
 
 ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
-                    "error", "notice", "turn_done"}  # the last three carry provider error messages
+                    "error", "notice", "turn_done", "agent_event"}  # the last three carry provider error messages
 MID_BLOCK = {"text_delta", "notice"}
 """Events that may come in the middle of a text block (a background notice); any other ends it."""
 
@@ -44,6 +44,9 @@ class Recorder:
         self.output_carry: dict[str, Carry] = {}
         self.storage_episode = 0
         """The last storage failure reported (``store.actor.StorageError.episode``)."""
+        self.open_turn: int | None = None
+        self.open_calls: list[str] = []
+        """What the surfaces saw begin and not end: a crash closes exactly these."""
 
     def emit(self, event: Any) -> None:
         if event.type == "text_delta":
@@ -57,6 +60,20 @@ class Recorder:
                 return
             event = m.ToolCallOutput(call_id=event.call_id, chunk=shown)
         self._out(event)
+
+    def close_open(self, why: str, turn: int | None) -> None:
+        """After a crash: end what the surfaces saw begin — each open call aborted, the open turn
+        (or ``turn``, the one the machine had begun, when its turn_started never went out) with
+        an error — so every surface still gets its one turn_done."""
+        if self.open_turn is None and turn is None:
+            return  # no turn was under way: nothing is open
+        self.emit(m.ErrorEvent(message=why, fatal=True))
+        if self.open_turn is None and turn is not None:
+            self.emit(m.TurnStarted(turn=turn))
+        for call_id in list(self.open_calls):
+            self.emit(m.ToolCallDone(call_id=call_id, result=ToolResult.aborted(f"aborted: {why}")))
+        if self.open_turn is not None:
+            self.emit(m.TurnDone(turn=self.open_turn, stop=StopReason.ERROR, reason=why))
 
     def fresh_failure(self, episode: int) -> bool:
         """A storage failure not reported yet (the turn-end sync may have reported it)."""
@@ -107,6 +124,16 @@ class Recorder:
                 sink(event, line)
             except Exception:
                 log.exception("surface sink failed")
+        kind = event.type  # what the surfaces have seen, once they have
+        if kind == "turn_started":
+            self.open_turn = event.turn
+        elif kind == "turn_done":
+            self.open_turn = None
+            self.open_calls.clear()
+        elif kind == "tool_call_requested":
+            self.open_calls.append(event.call.id)
+        elif kind == "tool_call_done" and event.call_id in self.open_calls:
+            self.open_calls.remove(event.call_id)
 
     def _sync(self, store: pykka.ActorRef[Any]) -> str | None:
         """fsync the rollout at a turn's end; the store's sentence when a write failed since the

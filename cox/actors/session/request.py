@@ -151,13 +151,14 @@ class Assembler:
     """Holds the session's stable blocks and builds each request."""
 
     def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192,
-                 microcompact_after_turns: int = 6, reads: Any = None) -> None:
+                 microcompact_after_turns: int = 6, reads: Any = None, role: str = "") -> None:
         self.model = model
         self.microcompact_after_turns = microcompact_after_turns
         self.specs = sorted(specs, key=lambda s: s.name)
         self.cwd = cwd
         self.max_output_tokens = max_output_tokens
-        self.stable = [tool_block(self.specs), SYSTEM_PROMPT, instruction_block(cwd, reads=reads)]
+        system = f"{SYSTEM_PROMPT}\n\n# Your role in this session\n\n{role.strip()}" if role.strip() else SYSTEM_PROMPT
+        self.stable = [tool_block(self.specs), system, instruction_block(cwd, reads=reads)]
 
     def set_tools(self, specs: list[ToolSpec]) -> None:
         """The tool set really changed (a deferred tool joined): the one time system[0] changes."""

@@ -47,6 +47,10 @@ class SessionSettings:
     think_budget_tokens: int = 16_000
     model_overrides: dict[str, Any] = field(default_factory=dict)
     monthly_budget_usd: float | None = None
+    agent_prompt: str = ""
+    """A subagent's role, told after cox's system prompt (its type's or its agent file's body)."""
+    max_agent_depth: int = 1
+    """How deep subagents may nest (``agents.max_depth``): a session at that depth has no agent tool."""
     open_url: Callable[[str], str | None] | None = None
     """Opens a URL an MCP server asked for, once the person chose open (URL elicitation); returns
     why it could not, or None. Default: the system browser (``questions.open_in_browser``)."""

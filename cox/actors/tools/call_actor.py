@@ -40,8 +40,12 @@ class ToolCallActor(CoxActor):
         if message == "run":
             started = time.monotonic()
             done = execute(self.tool, self.call, self.env, archive=self.archive_put, limits=self.limits)
-            self.reply_to.tell(ToolDone(self.gen, self.call.id, done.result, (time.monotonic() - started) * 1000,
-                                        list(done.files)))
+            try:
+                self.reply_to.tell(ToolDone(self.gen, self.call.id, done.result, (time.monotonic() - started) * 1000,
+                                            list(done.files)))
+            except pykka.ActorDeadError:
+                pass  # the session closed while the call ran: nobody is left to hear it
+
             self.stop()
         return None
 

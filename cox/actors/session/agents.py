@@ -1,0 +1,432 @@
+"""A session's subagents: child session actors, run for its ``agent`` tools (``AgentRunner``).
+
+A subagent is a full session — its own machine, history, tools (narrowed by its type), grants
+and rollout (``sessions/<child id>``, its index row naming the parent) — started linked to the
+parent session, so its exit however it happens reaches the parent (``ChildExit`` kind "agent").
+What binds it to the parent:
+
+- **Permissions never widen**: the child runs in the parent's current permission mode and
+  approval policy; a read-only type (explore) or task gets an engine that denies every call that
+  is not read-only, whatever the mode.
+- **One budget**: parent and children add every request's cost to one :class:`Purse`, and each
+  judges its next request against the tree's spend. Each session's usage rows and totals are its
+  own (a child's index row names its parent); a headless result's cost is the tree's.
+- **One interrupt**: a foreground child is interrupted from the parent's turn scope (a cancel
+  callback, in the canceller's thread: the whole tree stops in one broadcast); a background child
+  by the parent's Interrupt; closing the parent stops every child, and their processes with them.
+- **Its approvals reach the person** through the parent's surfaces, labelled with the agent;
+  the answer comes back to the parent, which hands it to the child.
+- **Only its report reaches the parent's model**: the final text of its turn.
+
+The methods of :class:`AgentHost` are called from tool-call threads (``run`` blocks one); the
+child's sink runs on the child's thread; ``exited``/``route_approval`` on the parent's. One lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pykka
+
+from cox.agents.runner import AgentReport, AgentTask
+from cox.log import get_logger
+from cox.protocol import messages as m
+from cox.protocol.interfaces import CancelToken
+from cox.protocol.types import Risk, StopReason, ToolCall
+
+from . import messages as fx
+from .holder import ScopeHolder
+from .ledger import Lineage
+
+if TYPE_CHECKING:
+    from cox.actors.tools.base import BaseTool
+
+    from .actor import SessionActor
+
+log = get_logger("cox.session.agents")
+
+RELAYED = frozenset({"user_message", "assistant_message", "tool_call_requested", "tool_call_done", "turn_done",
+                     "error", "usage", "compacted", "rewound"})
+"""The child events the parent's surfaces and rollout hear (notices only at warning level); the
+child's own rollout has every line, deltas included."""
+
+CHILD_HOOK_POINTS = {"Stop": "SubagentStop"}
+SKIPPED_HOOK_POINTS = frozenset({"SessionStart", "SessionEnd", "UserPromptSubmit"})
+"""A child's turn is not the person's prompt and its session not theirs: those hooks fire for the
+parent only (as Claude Code does); a child's Stop is the parent's SubagentStop."""
+
+STOP_WAIT_S = 10.0
+"""How long closing the parent waits for each child to stop (they are stopped together)."""
+
+
+class ReadOnlyEngine:
+    """The parent's permission engine, refusing every call that is not read-only first."""
+
+    def __init__(self, inner: Any, kind: str) -> None:
+        self.inner = inner
+        self.kind = kind
+        self.deny = getattr(inner, "deny", ())
+
+    def decide(self, call: ToolCall, mode: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if call.risk is not Risk.READ_ONLY:
+            from cox.policy.permission import Outcome
+
+            return Outcome("deny", f"{self.kind} agents only read; report what should change instead", step="mode")
+        return self.inner.decide(call, mode, *args, **kwargs)
+
+    def grants_for(self, call: ToolCall) -> list[str]:
+        return list(self.inner.grants_for(call))
+
+    def read_guard(self) -> Any:
+        return self.inner.read_guard() if hasattr(self.inner, "read_guard") else None
+
+
+class ChildHooks:
+    """The parent's hooks as a child runs them (see ``SKIPPED_HOOK_POINTS``)."""
+
+    def __init__(self, inner: Any, agent_id: str, kind: str) -> None:
+        self.inner, self.agent_id, self.kind = inner, agent_id, kind
+
+    def run(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        if point in SKIPPED_HOOK_POINTS:
+            return None
+        point = CHILD_HOOK_POINTS.get(point, point)
+        reply: dict[str, Any] | None = self.inner.run(point, {**payload, "agent_id": self.agent_id,
+                                                              "agent_type": self.kind})
+        return reply
+
+
+class Child:
+    """One subagent, as its host keeps it."""
+
+    def __init__(self, agent_id: str, task: AgentTask, kind: str, call_id: str) -> None:
+        self.agent_id = agent_id
+        self.task = task
+        self.kind = kind
+        self.call_id = call_id
+        self.ref: pykka.ActorRef[Any] | None = None
+        self.holder = ScopeHolder()
+        self.state = "running"  # running | idle | closed | failed
+        self.text = ""
+        self.cost = 0.0
+        self.tokens = 0
+        self.report: AgentReport | None = None
+        self.ended = threading.Event()
+        self.note = ""
+        self.worktree: Any = None
+
+    def interrupt(self) -> None:
+        self.holder.cancel()
+        ref = self.ref
+        if ref is not None:
+            try:
+                ref.tell(m.Interrupt())
+            except pykka.ActorDeadError:
+                pass
+
+
+class AgentHost:
+    def __init__(self, parent: SessionActor, lineage: Lineage) -> None:
+        self.parent = parent
+        self.lineage = lineage
+        self.lock = threading.Lock()
+        self.children: dict[str, Child] = {}
+        self.numbers = itertools.count(1)
+        self.approvals: dict[str, str] = {}  # a child's call waiting for the person -> its agent
+        self._definitions: Any = None
+
+    # ------------------------------------------------------------------ AgentRunner
+
+    def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
+        child = self._start(task, call_id)
+        unregister = cancel.on_cancel(child.interrupt)  # the parent's interrupt reaches it at once
+        try:
+            while not child.ended.wait(1.0):
+                ref = child.ref
+                if ref is None or not ref.is_alive():  # gone without a word: its exit reports it
+                    child.ended.wait(5.0)
+                    break
+        finally:
+            unregister()
+        report = child.report or self._failed(child, "the agent stopped without a report")
+        self._close(child, wait=False)
+        return report
+
+    def start(self, task: AgentTask, call_id: str = "") -> str:
+        return self._start(task, call_id).agent_id
+
+    def wait(self, ids: list[str], timeout_s: float, cancel: CancelToken) -> dict[str, AgentReport | None]:
+        import time
+
+        with self.lock:
+            unknown = [i for i in ids if i not in self.children]
+            chosen = [self.children[i] for i in ids if i in self.children]
+        if unknown:
+            raise KeyError(", ".join(unknown))
+        woken = threading.Event()
+        unregister = cancel.on_cancel(woken.set)
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        try:
+            for child in chosen:
+                while not child.ended.is_set() and not woken.is_set():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    child.ended.wait(min(left, 0.25))
+        finally:
+            unregister()
+        return {c.agent_id: c.report if c.ended.is_set() else None for c in chosen}
+
+    def send(self, agent_id: str, text: str) -> str | None:
+        with self.lock:
+            child = self.children.get(agent_id)
+        if child is None or child.ref is None:
+            return f"there is no agent {agent_id}"
+        if child.state in ("closed", "failed"):
+            return f"agent {agent_id} is {child.state}"
+        if child.state == "idle":  # a new turn of the same child: its report comes when it ends
+            child.ended.clear()
+            child.report = None
+            child.state = "running"
+        try:
+            child.ref.tell(m.UserTurn(text=text))
+        except pykka.ActorDeadError:
+            return f"agent {agent_id} has stopped"
+        return None
+
+    def close(self, agent_id: str) -> str | None:
+        with self.lock:
+            child = self.children.get(agent_id)
+        if child is None:
+            return f"there is no agent {agent_id}"
+        self._close(child, wait=True)
+        return None
+
+    # ------------------------------------------------------------------ the parent's side
+
+    def exited(self, agent_id: str, why: str) -> None:
+        """A child's actor stopped (on the parent's thread): one that had not reported failed."""
+        with self.lock:
+            child = self.children.get(agent_id)
+        if child is None:
+            return
+        child.ref = None
+        if not child.ended.is_set():
+            child.report = self._failed(child, f"the agent stopped before it finished: {why}")
+            child.state = "failed"
+            child.ended.set()
+        elif child.state != "failed":
+            child.state = "closed"
+
+    def interrupt_all(self) -> None:
+        with self.lock:
+            running = [c for c in self.children.values() if c.state == "running"]
+        for child in running:
+            child.interrupt()
+
+    def close_all(self) -> None:
+        """Stop every child together (the parent is closing), each bounded."""
+        with self.lock:
+            children = list(self.children.values())
+        futures = []
+        for child in children:
+            ref = child.ref
+            if ref is not None:
+                child.holder.cancel()
+                try:
+                    futures.append(ref.stop(block=False))
+                except pykka.ActorDeadError:
+                    pass
+        for future in futures:
+            try:
+                future.get(timeout=STOP_WAIT_S)
+            except Exception:  # noqa: BLE001 - a child that would not stop is logged, not fatal
+                log.warning("a subagent did not stop in time")
+
+    def relay(self, got: fx.ChildEvent) -> list[Any]:
+        """What the parent emits for a child's event (on the parent's thread): its approvals as
+        the parent's own, labelled; the rest tagged with the agent (``AgentEvent``)."""
+        import json
+
+        event = got.event
+        if event.type == "approval_required":
+            with self.lock:
+                self.approvals[event.call.id] = got.agent_id
+            return [m.ApprovalRequired(call=event.call, reason=f"[agent {got.agent_id} · {got.kind}] {event.reason}")]
+        if event.type == "tool_call_done":
+            with self.lock:
+                self.approvals.pop(event.call_id, None)
+        return [m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(got.line))]
+
+    def route(self, approve: m.Approve) -> bool:
+        """Hand a person's answer to the child that asked (True), or leave it to the parent."""
+        with self.lock:
+            agent_id = self.approvals.pop(approve.call_id, None)
+            child = self.children.get(agent_id) if agent_id else None
+        if child is None or child.ref is None:
+            return False
+        try:
+            child.ref.tell(approve)
+        except pykka.ActorDeadError:
+            return False
+        return True
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every agent of this session, for /agents and `cox sessions`."""
+        with self.lock:
+            children = list(self.children.values())
+        return [{"id": c.agent_id, "type": c.kind, "description": c.task.description, "state": c.state,
+                 "tokens": c.tokens, "cost_usd": c.cost,
+                 "worktree": str(c.worktree.path) if c.worktree is not None else ""} for c in children]
+
+    # ------------------------------------------------------------------ starting one
+
+    def definitions(self) -> dict[str, Any]:
+        if self._definitions is None:
+            from cox.agents.defs import load_agents
+
+            s = self.parent.s
+            agents = load_agents(s.cwd, s.home, cox_home=s.cox_home, parent_model=self.parent.machine.main_model(),
+                                 models=s.model_overrides)
+            self._definitions = agents.defs
+        return dict(self._definitions)
+
+    def _start(self, task: AgentTask, call_id: str) -> Child:
+        from cox.actors.provider.catalog import describe
+        from cox.agents.defs import SPAWNING_TOOLS, child_tools
+
+        from .actor import SessionActor
+
+        p = self.parent
+        defs = self.definitions()
+        by_lower = {name.lower(): d for name, d in defs.items()}  # Claude Code's prompts say "Explore"
+        defn = defs.get(task.subagent_type) or by_lower.get(task.subagent_type.lower())
+        if defn is None:
+            raise AgentError(f"there is no subagent type {task.subagent_type!r}; the types are: "
+                             f"{', '.join(sorted(defs))}")
+        if self.lineage.depth + 1 > p.s.max_agent_depth:
+            raise AgentError(f"subagents may nest {p.s.max_agent_depth} deep (agents.max_depth); this one may not "
+                             "start another")
+        agent_id = f"{p.s.session_id}-a{next(self.numbers)}"
+        child = Child(agent_id, task, defn.name, call_id)
+        model, note = self._model(task.model or defn.model, describe)
+        child.note = note
+        cwd, roots = p.s.cwd, list(p.s.roots)
+        if task.isolation == "worktree":
+            child.worktree = self._worktree(task, agent_id)
+            cwd, roots = child.worktree.path, [child.worktree.path, child.worktree.repo]  # the checkout read-only
+        machine = p.machine
+        mode = machine.mode  # never wider than the parent's, as it is now
+        settings = replace(p.s, session_id=agent_id, cwd=cwd, roots=roots, model=model, permission_mode=mode,
+                           preset="editor", agent_prompt=defn.prompt, checkpoints=p.s.checkpoints)
+        read_only = defn.read_only or task.read_only
+        shape = replace(defn, read_only=True) if read_only else defn
+        tools: dict[str, BaseTool] = {n: p.tools[n] for n in child_tools(shape, list(p.tools))}
+        if self.lineage.depth + 1 < p.s.max_agent_depth:  # it may start agents of its own
+            tools.update({n: t for n, t in p.tools.items() if n in SPAWNING_TOOLS})
+        engine = ReadOnlyEngine(p.engine, defn.name) if read_only else p.engine
+        hooks = ChildHooks(p.hooks, agent_id, defn.name) if p.hooks is not None else None
+        lineage = Lineage(self.lineage.depth + 1, self.lineage.purse, p.s.session_id, agent_id)
+        with self.lock:
+            self.children[agent_id] = child
+        me = p.actor_ref
+        child.ref = p.spawn_child(("agent", -1, agent_id), lambda: SessionActor.start(
+            settings, p.provider, tools, engine, p.store, [self._sink(child, me)], child.holder, None, hooks,
+            None, lineage))
+        child.ref.tell(m.UserTurn(text=task.prompt))
+        return child
+
+    def _model(self, wanted: str | None, describe: Any) -> tuple[str, str]:
+        """The child's model: its type's tier or model where this provider serves it, else the
+        parent's main model (and a note saying so)."""
+        p = self.parent
+        main = p.machine.main_model()
+        tiers = {"cheap": p.s.cheap_model or main, "main": p.s.model, "code": p.s.model,
+                 "think": p.s.think_model or main}
+        if not wanted or wanted == "inherit":
+            return main, ""
+        model = tiers.get(wanted, wanted)
+        serves = str(getattr(p.provider, "name", "") or "")
+        family = describe(model, p.s.model_overrides).provider
+        if serves in ("anthropic", "openai") and (family == "anthropic") != (serves == "anthropic"):
+            return main, f"(model {model} is not served by this session's provider; the agent ran on {main})"
+        return model, ""
+
+    def _worktree(self, task: AgentTask, agent_id: str) -> Any:
+        from cox.worktrees import WorktreeError, open_worktree, owner
+
+        try:
+            return open_worktree(self.parent.s.roots[0], (task.name or agent_id).lower(), owner())
+        except WorktreeError as exc:
+            raise AgentError(f"could not make a worktree for the agent: {exc}") from None
+
+    def _sink(self, child: Child, parent: pykka.ActorRef[Any]) -> Any:
+        """The child's surface, on the child's thread: keep what its report needs, relay to the parent."""
+        def sink(event: Any, line: str) -> None:
+            kind = event.type
+            if kind == "assistant_message":
+                text = "".join(b.get("text", "") for b in event.content if b.get("type") == "text").strip()
+                if text:
+                    child.text = text
+            elif kind == "usage":
+                child.cost += event.usage.cost_usd
+                child.tokens += event.usage.input_tokens + event.usage.output_tokens
+            relay = kind in RELAYED or kind == "approval_required" or (
+                kind == "notice" and event.level in ("warning", "error", "security"))
+            if relay:
+                try:
+                    parent.tell(fx.ChildEvent(child.agent_id, child.kind, child.call_id, event, line))
+                except pykka.ActorDeadError:
+                    pass
+            if kind == "turn_done":
+                child.report = self._report(child, event)
+                child.state = "idle" if child.state == "running" else child.state
+                child.ended.set()
+
+        return sink
+
+    def _report(self, child: Child, done: m.TurnDone) -> AgentReport:
+        wt = child.worktree
+        text = child.text
+        ok = done.stop in (StopReason.END_TURN, StopReason.MAX_TOKENS)
+        if not ok:
+            why = done.reason or done.stop.value
+            text = f"the {child.kind} agent stopped ({done.stop.value}): {why}" + (f"\n\nits last words: {text}"
+                                                                                  if text else "")
+        if child.note:
+            text = f"{text}\n{child.note}"
+        if wt is not None:
+            text = f"{text}\n\n[worktree {wt.path}, branch {wt.branch}]"
+        return AgentReport(agent_id=child.agent_id, text=text or "(the agent said nothing)", stop=done.stop.value,
+                           ok=ok, worktree=wt.path if wt is not None else None,
+                           branch=wt.branch if wt is not None else None, cost_usd=child.cost)
+
+    def _failed(self, child: Child, why: str) -> AgentReport:
+        return AgentReport(agent_id=child.agent_id, text=f"the {child.kind} agent failed: {why}",
+                           stop=StopReason.ERROR.value, ok=False, cost_usd=child.cost)
+
+    def _close(self, child: Child, wait: bool) -> None:
+        ref = child.ref
+        if child.state not in ("failed",):
+            child.state = "closed"
+        if not child.ended.is_set():
+            child.report = self._failed(child, "it was closed")
+            child.ended.set()
+        if ref is None:
+            return
+        child.holder.cancel()
+        try:
+            future = ref.stop(block=False)
+            if wait:
+                future.get(timeout=STOP_WAIT_S)
+        except pykka.ActorDeadError:
+            pass
+        except Exception:  # noqa: BLE001 - a child that will not stop is logged; the parent goes on
+            log.warning("a subagent did not stop in time", agent=child.agent_id)
+
+
+class AgentError(Exception):
+    """A subagent that cannot start: the sentence is the agent tool's error result."""
