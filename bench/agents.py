@@ -176,6 +176,9 @@ def main() -> None:
 
         _, events = run_parent(app, ws, home, parent_script(N, stalled, "stall"), interrupt_when_all_run, children=N)
         ends = [t for t, e in events if e.type == "agent_event" and e.event["type"] == "turn_done"]
+        own = [t for t, e in events if e.type == "turn_done"]
+        if asked and own:
+            print(f"  (the parent's own turn_done came {(own[0] - asked[0]) * 1000:.1f} ms after the interrupt)")
         lat = [(t - asked[0]) * 1000 for t in ends] if asked else []
         floor_int = interrupt_floor(app, ws, home)
         if lat:

@@ -210,8 +210,8 @@ def test_background_agents_wait_send_and_close(tmp_path: Path, cox_home: Path) -
             seen.append(_running(token))
 
     run = run_session(ws, tmp_path / "h", [
-        {"tool_calls": [agent_call("b1", "background one", run_in_background=True),
-                        agent_call("b2", "sleeper", run_in_background=True)]},
+        {"tool_calls": [agent_call("b1", "background one", run_in_background=True)]},  # S-a1
+        {"tool_calls": [agent_call("b2", "sleeper", run_in_background=True)]},  # S-a2 (ids go by start order)
         {"tool_calls": [{"id": "w1", "name": "agent_wait", "input": {"ids": ["S-a1"], "timeout": 60}}]},
         {"tool_calls": [{"id": "s1", "name": "agent_send", "input": {"id": "S-a1", "text": "and one more thing"}}]},
         {"tool_calls": [{"id": "w2", "name": "agent_wait", "input": {"ids": ["S-a1"], "timeout": 60}}]},

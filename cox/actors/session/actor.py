@@ -127,7 +127,11 @@ class SessionActor(CoxActor):
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints, store)
-        self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn)
+        # A subagent's turn ends are not fsynced one by one (hundreds at once would queue behind
+        # each other in the store); its lines are written, checked, and its report is in the
+        # parent's record, which is.
+        self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn,
+                                 durable=lineage is None or lineage.depth == 0)
         self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
         self.lineage = lineage or Lineage(0, Purse())
         self.agents: AgentHost | None = None  # made when a tool first starts an agent
@@ -199,7 +203,9 @@ class SessionActor(CoxActor):
         store = self.store()
         if store is not None:
             try:
-                store.ask(sm.Close(self.s.session_id), timeout=5)
+                durable = self.recorder.durable
+                store.ask(sm.Close(self.s.session_id, durable, None if durable else {"turns": self.machine.last_turn}),
+                          timeout=5)
             except Exception:
                 log.warning("store close failed", session=self.s.session_id)
         self.holder.finished.set()

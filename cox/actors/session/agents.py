@@ -117,6 +117,8 @@ class Child:
         self.ended = threading.Event()
         self.note = ""
         self.worktree: Any = None
+        self.interrupt_sent = False
+        """This turn's Interrupt was sent (a new turn, through ``send``, clears it)."""
 
     def interrupt(self) -> None:
         self.holder.cancel()
@@ -191,6 +193,7 @@ class AgentHost:
             child.ended.clear()
             child.report = None
             child.state = "running"
+            child.interrupt_sent = False
         try:
             child.ref.tell(m.UserTurn(text=text))
         except pykka.ActorDeadError:

@@ -28,18 +28,24 @@ Sink = Callable[[Any, str], None]
 """A surface's receiver: called with (event, its scrubbed JSON line), in order, on the session thread."""
 
 ROLLOUT_SCRUBBED = {"text_delta", "tool_call_output", "tool_call_done", "assistant_message",
-                    "error", "notice", "turn_done", "agent_event"}  # the last three carry provider error messages
+                    "error", "notice", "turn_done"}  # the last three carry provider error messages
+"""(``agent_event`` is not among them: it wraps the child's line as the child's own rollout holds
+it, scrubbed there by the same rule.)"""
 MID_BLOCK = {"text_delta", "notice"}
 """Events that may come in the middle of a text block (a background notice); any other ends it."""
 
 
 class Recorder:
     def __init__(self, session_id: str, store: Callable[[], pykka.ActorRef[Any] | None], sinks: list[Sink],
-                 turns: Callable[[], int]) -> None:
+                 turns: Callable[[], int], durable: bool = True) -> None:
         self.session_id = session_id
         self.store = store
         self.sinks = sinks
         self.turns = turns
+        self.durable = durable
+        """fsync and update the index row at each turn's end, and check the writes before the
+        turn_done line too (a subagent's session does none of it: one check after its turn_done
+        line, and its row updated when it closes — hundreds of them may end at once)."""
         self.carry = Carry()
         self.output_carry: dict[str, Carry] = {}
         self.storage_episode = 0
@@ -95,17 +101,18 @@ class Recorder:
             line, changed = m.encode(event), False
         store = self.store()
         if store is not None:
-            if event.type == "turn_done" and event.stop is not StopReason.ERROR:
+            if event.type == "turn_done" and event.stop is not StopReason.ERROR and self.durable:
                 # Before the turn's end is written: is what the turn did all on disk? If not, the
                 # turn did not succeed, and its one turn_done says so.
-                failure = self._sync(store)
+                failure = self._sync(store, durable=False)  # only: did every write so far succeed?
                 if failure is not None:
                     self._out(m.ErrorEvent(message=failure))
                     event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
                     line = m.encode(event)
             store.tell(sm.Append(self.session_id, line))
             if event.type == "turn_done":
-                failure = self._sync(store)
+                failure = self._sync(store, durable=self.durable,
+                                     meta={"turns": self.turns()} if self.durable else None)
                 if failure is not None and event.stop is not StopReason.ERROR:
                     # The turn_done line itself was not written: the surfaces still hear the
                     # error, and the rollout (whole lines only) ends before this turn's end.
@@ -135,11 +142,11 @@ class Recorder:
         elif kind == "tool_call_done" and event.call_id in self.open_calls:
             self.open_calls.remove(event.call_id)
 
-    def _sync(self, store: pykka.ActorRef[Any]) -> str | None:
-        """fsync the rollout at a turn's end; the store's sentence when a write failed since the
-        last sync (a failure of the sync itself included), else None."""
+    def _sync(self, store: pykka.ActorRef[Any], durable: bool, meta: dict[str, Any] | None = None) -> str | None:
+        """Ask the store whether every write since the last sync succeeded (``durable``: and
+        fsync the rollout); its sentence when one failed (the sync itself included), else None."""
         try:
-            store.ask(sm.Sync(self.session_id, {"turns": self.turns()}), timeout=10)
+            store.ask(sm.Sync(self.session_id, meta, durable), timeout=10)
         except Exception as exc:
             log.error("rollout sync failed", error=str(exc))
             self.storage_episode = max(self.storage_episode, getattr(exc, "episode", 0))

@@ -212,9 +212,9 @@ class StoreActor(CoxActor):
                     writer = self.writers[sid] = RolloutWriter(self.layout.rollout(sid))
                 writer.append(line)
                 return None
-            case Sync(sid, meta):
+            case Sync(sid, meta, durable):
                 writer = self.writers.get(sid)
-                if writer is not None:
+                if writer is not None and durable:
                     writer.sync()
                 if meta:
                     db.update_session(conn, sid, **meta)
@@ -236,21 +236,21 @@ class StoreActor(CoxActor):
                 except sqlite3.Error as exc:
                     log.warning("presence not recorded", error=str(exc))
                     return []
-            case Close(sid):
+            case Close(sid, durable, meta):
                 self.opened.discard(sid)
                 self.reporters.pop(sid, None)
                 self.failed.pop(sid, None)
                 writer = self.writers.pop(sid, None)
                 try:
                     if writer is not None:
-                        writer.close()
+                        writer.close(fsync=durable)
                 finally:
                     lock.release(self.layout.sessions, sid)
                     try:
                         presence.unregister(conn, sid)
                     except sqlite3.Error:
                         pass
-                db.update_session(conn, sid, status="closed")
+                db.update_session(conn, sid, **(meta or {}), status="closed")
                 return True
             case Title(sid, text):
                 db.set_title_if_empty(conn, sid, text)

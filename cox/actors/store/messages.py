@@ -32,14 +32,21 @@ class Append(NamedTuple):
 
 class Sync(NamedTuple):
     """fsync the rollout and update the index row; raises the first failure since the last
-    sync. ``session`` "" syncs nothing (a barrier: everything sent before has been handled)."""
+    sync. ``session`` "" syncs nothing (a barrier: everything sent before has been handled).
+    ``durable`` False: only the failure check (and the row), no fsync."""
 
     session: str
     meta: dict[str, Any] | None = None
+    durable: bool = True
 
 
 class Close(NamedTuple):
+    """The session ends: its rollout closed (``durable``: fsynced first), its row marked closed
+    (with ``meta``, for a session that did not update it at each turn's end)."""
+
     session: str
+    durable: bool = True
+    meta: dict[str, Any] | None = None
 
 
 class Title(NamedTuple):

@@ -83,10 +83,11 @@ class RolloutWriter:
         if self._file is not None:
             os.fsync(self._file.fileno())
 
-    def close(self) -> None:
+    def close(self, fsync: bool = True) -> None:
         if self._file is not None:
             try:
-                self.sync()
+                if fsync:
+                    self.sync()
             finally:
                 self._file.close()
                 self._file = None
