@@ -155,12 +155,11 @@ def _question(event: Any, ask: Any, out: IO[str]) -> m.Answer:
 
 class ChildLines:
     """The subagents' relayed events as lines: one per call and per result, prefixed ``⑂ <id>``
-    (the agent's number when its id is the session's), and one when an agent's turn ends. The
+    (``a1`` for ``<session>-a1``), and one when an agent's turn ends. The
     child's events are untrusted text: all of it passes ``sanitize`` (``Agents`` and here)."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self) -> None:
         self.agents = Agents()
-        self.prefix = session_id + "-"
         self.calls: dict[tuple[str, str], str] = {}  # (agent, call id) -> tool name
         self.cwd = ""
 
@@ -178,7 +177,7 @@ class ChildLines:
         if got is None:
             return
         agent, child = got
-        who = f"  ⑂ {agent.id.removeprefix(self.prefix)}"
+        who = f"  ⑂ {agent.short}"
         c = child.type
         if c == "tool_call_requested":
             name = sanitize(child.call.name)
@@ -288,7 +287,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
-    children = ChildLines(handle.session_id)
+    children = ChildLines()
     lines = Lines(stdin)
     held: deque[tuple[Any, str]] = deque()  # events taken off the queue while a question waited
     closed: dict[str, str] = {}  # question id -> reason, of closes that may still wait in ``held``

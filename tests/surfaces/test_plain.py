@@ -179,5 +179,5 @@ def test_subagents_calls_and_results_are_lines_prefixed_with_the_agent(tmp_path:
     assert "[agent " in out and "· general-purpose]" in out  # the child's approval, labelled
     assert "  ⑂ a2 ● write  out.txt" in out and "  ⑂ a2 ✓ write" in out
     assert (ws / "out.txt").read_text() == "42\n"
-    listed = [x for x in out.splitlines() if "-a1  explore  done" in x or "-a2  general-purpose  done" in x]
+    listed = [x for x in out.splitlines() if "a1  explore  done" in x or "a2  general-purpose  done" in x]
     assert len(listed) == 2 and "find the answer" in listed[0] and "write it down" in listed[1]

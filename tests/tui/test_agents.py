@@ -186,9 +186,9 @@ def test_slash_agents_lists_them_running_first_opens_a_transcript_and_goes_back(
     assert ui.modal_open()
     screen = _screen(ui)
     assert "agents: 1 running, 1 finished" in screen
-    lines = [x for x in screen.splitlines() if "s-a" in x]
-    assert "s-a2" in lines[0] and "running" in lines[0] and "fix the bug" in lines[0]
-    assert "s-a1" in lines[1] and "done" in lines[1] and "read the notes" in lines[1]
+    lines = [x for x in screen.splitlines() if " a1  " in x or " a2  " in x]
+    assert "▸ a2  general-purpose  running" in lines[0] and "fix the bug" in lines[0]
+    assert "  a1  explore  done" in lines[1] and "read the notes" in lines[1]
     ui.modal_key(size, "down")
     ui.modal_key(size, "enter")  # the finished explore agent's transcript
     screen = _screen(ui)

@@ -34,6 +34,11 @@ class Agent:
     order: int = 0
     version: int = 0  # bumped on every change (a view open on it redraws)
 
+    @property
+    def short(self) -> str:
+        """``a1`` for ``<session>-a1``: what lists show (``/agents a1`` finds it)."""
+        return self.id.split("-", 1)[1] if "-" in self.id else self.id
+
 
 @dataclass
 class Agents:
@@ -117,7 +122,7 @@ class Agents:
 
 def line(agent: Agent) -> str:
     """One agent as /agents lists it: id, type, state, tokens, cost, description, worktree."""
-    parts = [agent.id, agent.type, agent.state, f"{_k(agent.tokens)} tok", f"${agent.cost_usd:.4f}"]
+    parts = [agent.short, agent.type, agent.state, f"{_k(agent.tokens)} tok", f"${agent.cost_usd:.4f}"]
     text = "  ".join(parts) + (f"  {agent.description}" if agent.description else "")
     return text + (f"  ⧉ {agent.worktree}" if agent.worktree else "")
 
