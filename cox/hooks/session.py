@@ -57,6 +57,8 @@ class SessionHooks:
     env: Mapping[str, str]
     wrap: Wrap | None = None
     stop_continues: int = field(default=0, init=False)
+    # SubagentStop's "continue"s in a row, by agent id: each child's own guard (children share these hooks)
+    agent_continues: dict[str, int] = field(default_factory=dict, init=False)
 
     def run(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         if point == "UserPromptSubmit":
@@ -69,6 +71,8 @@ class SessionHooks:
         outcomes = self._run_all(chosen, stdin, payload.get("scope"), point)
         reply = merge([interpret(spec, outcome) for spec, outcome in zip(chosen, outcomes, strict=True)])
         if reply is None:
+            if point == "SubagentStop":
+                self.agent_continues.pop(str(payload.get("agent_id", "")), None)  # its turn ends
             return None
         if point == "PreToolUse" and isinstance(reply.get("input"), dict):
             reply["input"] = self._cox_input(payload, data.get("tool_input", {}), reply["input"])
@@ -78,7 +82,24 @@ class SessionHooks:
                 reply.pop("continue")
                 reply.setdefault("warnings", []).append(
                     f"a Stop hook asked to continue {MAX_STOP_CONTINUES} times in a row; the turn ends")
+        if point == "SubagentStop":
+            self._agent_continue(str(payload.get("agent_id", "")), reply)
         return reply
+
+    def _agent_continue(self, agent: str, reply: dict[str, Any]) -> None:
+        """A child's SubagentStop guard, as Stop's for the parent: its "continue"s in a row are
+        counted per agent (the children share these hooks); the turn that ends resets it."""
+        if not reply.get("continue"):
+            self.agent_continues.pop(agent, None)
+            return
+        count = self.agent_continues.get(agent, 0) + 1
+        if count > MAX_STOP_CONTINUES:
+            reply.pop("continue")
+            reply.setdefault("warnings", []).append(
+                f"a SubagentStop hook asked agent {agent} to continue {MAX_STOP_CONTINUES} times in a row; it stops")
+            self.agent_continues.pop(agent, None)
+            return
+        self.agent_continues[agent] = count
 
     def _chosen(self, point: str, payload: dict[str, Any]) -> list[HookSpec]:
         if point in TOOL_EVENTS:
@@ -128,8 +149,15 @@ class SessionHooks:
                 data["is_interrupt"] = payload.get("status") == "aborted"
         elif point == "UserPromptSubmit":
             data["prompt"] = payload.get("prompt", "")
-        elif point in ("Stop", "SubagentStop"):
+        elif point == "Stop":
             data["stop_hook_active"] = self.stop_continues > 0
+        elif point == "SubagentStop":  # Claude Code's: the parent's session, the agent named
+            agent = str(payload.get("agent_id", ""))
+            data["stop_hook_active"] = self.agent_continues.get(agent, 0) > 0
+            data["agent_id"] = agent
+            data["agent_type"] = str(payload.get("agent_type", ""))
+            if self.transcript_path and agent:
+                data["agent_transcript_path"] = os.path.join(os.path.dirname(self.transcript_path), agent + ".jsonl")
         elif point == "PreCompact":
             data["trigger"] = payload.get("trigger", "manual")
             data["custom_instructions"] = payload.get("focus") or ""

@@ -442,6 +442,9 @@ def reading_store(command: Any, args: Any) -> int:
 
 
 def cmd_sessions(args: Any) -> int:
+    """The stored sessions, newest first; a subagent's session (its index row names a parent)
+    is listed under its parent, indented, not as a session of its own. ``--limit`` counts the
+    person's sessions (the trees), ``--grep`` keeps a tree where any of its sessions matches."""
     import sqlite3
 
     from cox.actors.store import db
@@ -453,8 +456,10 @@ def cmd_sessions(args: Any) -> int:
         print("no sessions yet")
         return 0
     conn = db.connect_ro(layout.db)
+    parents: dict[str, str] = {}
     try:
-        rows = db.list_sessions(conn, limit=args.limit if not args.grep else 100_000)
+        parents = _parents(conn)
+        rows = db.list_sessions(conn, limit=args.limit if not (args.grep or parents) else 100_000)
     except sqlite3.Error as exc:
         if not db.missing_table(exc):
             raise
@@ -463,31 +468,67 @@ def cmd_sessions(args: Any) -> int:
         conn.close()
     from .worktree_session import read_record
 
+    known = {row["id"] for row in rows}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: (r["created_at"], r["id"])):  # a parent's agents in the order they started
+        parent = parents.get(row["id"])
+        if parent is not None and parent in known:
+            children.setdefault(parent, []).append(row)
+
+    def tree(row: dict[str, Any], depth: int) -> list[tuple[dict[str, Any], int]]:
+        out = [(row, depth)]
+        for child in children.get(row["id"], []):
+            out += tree(child, depth + 1)
+        return out
+
     shown = 0
-    for row in rows:
-        wt = read_record(layout, row["id"])  # a worktree session: marked ⧉ <name>
-        hits: list[str] = []
+    for top in rows:
+        if parents.get(top["id"]) in known:
+            continue  # listed under its parent
+        nodes = tree(top, 0)
+        found: dict[str, list[str]] = {}
         if args.grep:
-            hits = _grep_rollout(layout.rollout(row["id"]), args.grep)
-            if not hits and args.grep.lower() not in row["title"].lower():
+            for row, _ in nodes:
+                hits = _grep_rollout(layout.rollout(row["id"]), args.grep)
+                if hits or args.grep.lower() in row["title"].lower():
+                    found[row["id"]] = hits
+            if not found:
                 continue
         shown += 1
-        hits = [scrub(hit)[0] for hit in hits]  # the rollout keeps user text as typed
-        title = scrub(row["title"])[0]
-        if args.json:
-            print(json.dumps({**row, "title": title, "matches": hits, "worktree": wt["path"] if wt else None}))
-        else:
+        for row, depth in nodes:
+            wt = read_record(layout, row["id"])  # a worktree session: marked ⧉ <name>
+            hits = [scrub(hit)[0] for hit in found.get(row["id"], [])]  # the rollout keeps user text as typed
+            title = scrub(row["title"])[0]
+            if args.json:
+                print(json.dumps({**row, "title": title, "matches": hits, "worktree": wt["path"] if wt else None,
+                                  "parent_id": parents.get(row["id"])}))
+                continue
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
             title = sanitize(title.replace("\n", " "))[:60]
             mark = f"⧉ {sanitize(wt['name'])}  " if wt else ""
-            print(f"{row['id']}  {when}  {row['turns']:>3} turns  {sanitize(row['cwd'])}  {mark}{title}")
+            indent = "  " * (depth - 1) + "  └ " if depth else ""
+            where = "" if depth else f"  {sanitize(row['cwd'])}"  # an agent works where its parent does (or in ⧉)
+            print(f"{indent}{sanitize(row['id'])}  {when}  {row['turns']:>3} turns{where}  {mark}{title}")
             for hit in hits[:3]:
-                print(f"    … {sanitize(hit)}")
+                print(f"{'  ' * depth}    … {sanitize(hit)}")
         if shown >= args.limit:
             break
     if not shown:
         print("no matching sessions" if args.grep else "no sessions yet")
     return 0
+
+
+def _parents(conn: Any) -> dict[str, str]:
+    """Each subagent session's parent id (an index made before subagents has no such column)."""
+    import sqlite3
+
+    try:
+        found = conn.execute("SELECT id, parent_id FROM sessions WHERE parent_id IS NOT NULL AND parent_id != ''")
+        return {str(i): str(p) for i, p in found.fetchall()}
+    except sqlite3.OperationalError as exc:
+        if "no such column" in str(exc):
+            return {}
+        raise
 
 
 def _grep_rollout(path: Path, needle: str) -> list[str]:

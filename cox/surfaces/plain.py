@@ -36,9 +36,11 @@ from cox.protocol.types import Decision, PermissionMode, RewindWhat
 from .questions import closed_text, shape
 from .runtime import SessionHandle
 from .transcript import Transcript
+from .tui.agents import Agents
+from .tui.agents import line as agent_line
 
 HELP = """commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /rewind N [code|conversation|both]
-          /compact [focus] · /help · /quit     (Ctrl+C interrupts a running turn)"""
+          /compact [focus] · /agents · /help · /quit     (Ctrl+C interrupts a running turn)"""
 
 
 def _answer(call: Any, reason: str, ask: Any, out: IO[str]) -> m.Approve:
@@ -151,7 +153,65 @@ def _question(event: Any, ask: Any, out: IO[str]) -> m.Answer:
     return m.Answer(question_id=event.question_id, answer=line)
 
 
-def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, think_price: str = "") -> bool | None:
+class ChildLines:
+    """The subagents' relayed events as lines: one per call and per result, prefixed ``⑂ <id>``
+    (``a1`` for ``<session>-a1``), and one when an agent's turn ends. The
+    child's events are untrusted text: all of it passes ``sanitize`` (``Agents`` and here)."""
+
+    def __init__(self) -> None:
+        self.agents = Agents()
+        self.calls: dict[tuple[str, str], str] = {}  # (agent, call id) -> tool name
+        self.cwd = ""
+
+    def event(self, event: Any, out: IO[str]) -> None:
+        t = event.type
+        if t == "session_started":
+            self.cwd = event.cwd.rstrip("/") + "/"
+        elif t == "tool_call_requested":
+            self.agents.called(event.call)
+        elif t == "tool_call_done":
+            self.agents.result(event)
+        if t != "agent_event":
+            return
+        got = self.agents.relayed(event)
+        if got is None:
+            return
+        agent, child = got
+        who = f"  ⑂ {agent.short}"
+        c = child.type
+        if c == "tool_call_requested":
+            name = sanitize(child.call.name)
+            self.calls[(agent.id, child.call.id)] = name
+            subject = " ".join(sanitize(child.call.subject or json.dumps(child.call.input)).split())
+            if self.cwd:
+                subject = subject.replace(self.cwd, "")  # paths inside the workspace, as written
+            out.write(f"{who} ● {name}  {_short(subject)}\n")
+        elif c == "tool_call_done":
+            name = self.calls.pop((agent.id, child.call_id), "tool")
+            r = child.result
+            mark = {"ok": "✓", "denied": "⊘", "aborted": "■"}.get(r.status.value, "✗")
+            first = sanitize(r.visible.strip().splitlines()[0] if r.visible.strip() else "")
+            out.write(f"{who} {mark} {name}  {_short(first, 100)}\n")
+        elif c == "turn_done":
+            out.write(f"{who} {agent.type} {agent.state}" + (f" ({child.stop.value})" if agent.state != "done" else "")
+                      + "\n")
+        else:
+            return
+        out.flush()
+
+    def listing(self) -> str:
+        rows = self.agents.rows()
+        if not rows:
+            return "  no subagents run yet\n"
+        return "".join(f"  {agent_line(a)}\n" for a in rows)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, think_price: str = "",
+             children: ChildLines | None = None) -> bool | None:
     """Run a slash command. False to quit, True when handled, None when not a command."""
     if not line.startswith("/"):
         return None
@@ -185,6 +245,8 @@ def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, th
             handle.submit(m.Rewind(to_turn=int(parts[0]), what=what, force=force))
     elif word == "compact":
         handle.submit(m.Compact(focus=rest or None))
+    elif word == "agents":
+        out.write(children.listing() if children is not None else "  no subagents run yet\n")
     else:
         out.write(f"  unknown command /{word}; /help lists them\n")
     return True
@@ -225,6 +287,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
+    children = ChildLines()
     lines = Lines(stdin)
     held: deque[tuple[Any, str]] = deque()  # events taken off the queue while a question waited
     closed: dict[str, str] = {}  # question id -> reason, of closes that may still wait in ``held``
@@ -297,7 +360,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     return 0
                 if not line.strip():
                     continue
-                handled = _command(line.strip(), handle, out, ask, think_price)
+                handled = _command(line.strip(), handle, out, ask, think_price, children)
                 if handled is False:
                     if worktree is not None:
                         _leave_worktree(worktree, ask, out)
@@ -307,6 +370,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     in_turn = True
                 continue
             if event.type == "session_started":
+                children.event(event, out)
                 continue
             if event.type == "user_message" and not event.steered:
                 in_turn = True
@@ -317,6 +381,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     announced.discard(event.question_id)
                     continue  # said where its prompt waited
             view.event(event)
+            children.event(event, out)
             if event.type == "approval_required":
                 try:
                     handle.submit(_answer(event.call, event.reason, ask, out))

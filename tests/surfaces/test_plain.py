@@ -151,3 +151,33 @@ def test_a_withdrawn_question_stops_waiting_and_its_half_typed_answer_is_dropped
     assert [json.loads(x) for x in answers.read_text().splitlines()] == [
         {"action": "accept", "content": {"name": "Ann", "age": 30, "colour": "r", "news": False}}]
     assert "gave up waiting" in t.text
+
+
+def test_subagents_calls_and_results_are_lines_prefixed_with_the_agent(tmp_path: Path, cox_home: Path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("the answer is 42\n")
+    script = tmp_path / "s.json"
+    call = {"id": "ag1", "name": "agent", "input": {"description": "find the answer", "prompt": "find it",
+                                                     "subagent_type": "explore"}}
+    write = {"id": "ag2", "name": "agent", "input": {"description": "write it down", "prompt": "write it",
+                                                      "subagent_type": "general-purpose"}}
+    script.write_text(json.dumps({"replies": [{"tool_calls": [call]}, {"tool_calls": [write]}, {"text": "All done."}],
+                                  "agents": {
+        "find it": [{"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "notes.txt"}}]},
+                    {"text": "notes.txt says \x1b]0;pwned\x0742"}],
+        "write it": [{"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "out.txt", "content": "42\n"}}]},
+                     {"text": "wrote out.txt"}]}}))
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "--plain", "--script", str(script)], cwd=ws,
+                       input="what is the answer?\ny\n/agents\n/quit\n", capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "\x1b" not in out and "\x07" not in out
+    assert "  ⑂ a1 ● read  notes.txt" in out, out
+    assert [x for x in out.splitlines() if x.startswith("  ⑂ a1 ✓ read  ") and x.endswith("the answer is 42")]
+    assert "  ⑂ a1 explore done" in out
+    assert "[agent " in out and "· general-purpose]" in out  # the child's approval, labelled
+    assert "  ⑂ a2 ● write  out.txt" in out and "  ⑂ a2 ✓ write" in out
+    assert (ws / "out.txt").read_text() == "42\n"
+    listed = [x for x in out.splitlines() if "a1  explore  done" in x or "a2  general-purpose  done" in x]
+    assert len(listed) == 2 and "find the answer" in listed[0] and "write it down" in listed[1]

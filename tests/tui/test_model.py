@@ -632,8 +632,12 @@ def test_status_line_names_the_running_tools() -> None:
     assert ui.model.status.running == ["grep", "read", "glob"] and ui.model.status.running_tools == 3
     ui.model.apply(m.TurnDone(turn=1, stop=StopReason.INTERRUPTED))
     assert "●" not in _status(ui) and "agent" not in _status(ui)
-    ui.model.status.subagents = ["explore"]  # the seam a later issue fills
-    assert " · ⑂ explore" in _status(ui)
+    for n in (1, 2):  # subagents running: counted from their relayed events
+        ui.model.apply(m.AgentEvent(agent_id=f"s-a{n}", call_id=f"g{n}", event={"type": "turn_started", "turn": 1}))
+    assert " · ⑂ 2 agents" in _status(ui)
+    ui.model.apply(m.AgentEvent(agent_id="s-a1", call_id="g1", event={"type": "turn_done", "turn": 1,
+                                                                      "stop": "end_turn"}))
+    assert " · ⑂ 1 agent" in _status(ui) and "2 agents" not in _status(ui)
 
 
 def _git(cwd: Any, *args: str) -> None:

@@ -386,3 +386,33 @@ def test_resume_does_not_replay_rewound_turns(tui: Any, cox_home: Path) -> None:
     assert "ask two" not in screen and "Answer two." not in screen
     assert screen.index("Answer one.") < screen.index("rewound to turn 2") < screen.index("Answer three.")
     t.quit()
+
+
+def test_a_subagent_asks_labelled_is_counted_and_its_transcript_opens(tui: Any) -> None:
+    call = {"id": "ag1", "name": "agent", "input": {"description": "write the answer", "prompt": "write 42",
+                                                     "subagent_type": "general-purpose"}}
+    t = tui([{"tool_calls": [call]}, {"text": "The agent wrote it."}], agents={"write 42": [
+        {"tool_calls": [{"id": "w1", "name": "write", "input": {"path": "answer.txt", "content": "42\n"}}]},
+        {"text": "answer.txt now holds 42"},
+    ]})
+    t.wait("Shift+Tab mode")
+    t.send("get an agent to write it")
+    modal = t.wait("[y] allow once")
+    assert re.search(r"agent \S+-a1 · general-purpose: approve write\?", modal), modal
+    assert "⑂ 1 agent" in modal  # the status line counts it while it waits
+    t.keys("y")
+    t.wait("The agent wrote it.")
+    idle = t.wait(lambda s: "working" not in s)
+    assert "⑂" not in idle and (t.ws / "answer.txt").read_text() == "42\n"
+    t.send("/agents")
+    listed = t.wait("agents: 0 running, 1 finished")
+    assert re.search(r"▸ a1  general-purpose  done .* write the answer", listed), listed
+    t.keys("Enter")
+    opened = t.wait("Esc back to the list")
+    assert "general-purpose · done" in opened and "✓ write" in opened and "answer.txt now holds 42" in opened
+    t.save("agent_transcript", opened)
+    t.keys("Escape")
+    t.wait("Enter open its transcript")
+    t.keys("Escape")
+    t.wait(lambda s: "agents:" not in s)
+    t.quit()

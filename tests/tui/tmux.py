@@ -64,12 +64,12 @@ def need_tmux() -> None:
 class Tmux:
     def __init__(self, tmp: Path, home: Path, replies: list[dict[str, Any]], *, mode: str = "default",
                  width: int = 100, height: int = 30, env: dict[str, str] | None = None, cli: bool = False,
-                 extra: str = "", model: str = "scripted") -> None:
+                 extra: str = "", model: str = "scripted", agents: dict[str, Any] | None = None) -> None:
         need_tmux()
         self.ws = tmp / "ws"
         self.ws.mkdir(exist_ok=True)
         self.script = tmp / "script.json"
-        self.script.write_text(json.dumps({"model": model, "replies": replies}))
+        self.script.write_text(json.dumps({"model": model, "replies": replies, "agents": agents or {}}))
         self.socket = f"cox-tui-{RUN_ID}-{uuid.uuid4().hex[:6]}"
         self.name = "tui"
         envs = {"COX_HOME": str(home), "TERM": "xterm-256color", **(env or {})}

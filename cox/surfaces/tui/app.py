@@ -30,6 +30,8 @@ from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
 
 from . import gutter, markdown
+from .agents import approval_label
+from .agents import line as agent_line
 from .model import Block, Model, relative, tool_line, tool_tail
 from .question import Questions
 
@@ -355,6 +357,7 @@ class TUI:
         self.completions = ""  # what Tab found, shown in the hint line until the next key
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
+        self.agents_view: dict[str, Any] | None = None  # /agents: sel (the list's row), open (an agent id or "")
         self._last_esc = 0.0
         self._last_ctrl_c = -CTRL_C_S  # the first Ctrl+C on an empty composer only asks
         self.exit_code = 0
@@ -639,6 +642,8 @@ class TUI:
         elif t == "approval_required":
             self.approvals.append(event)
             self.show_modal()
+        elif t == "agent_event" and self.agents_view is not None and not self.questions and not self.approvals:
+            self.show_modal()  # /agents is open: its list or transcript shows the news
         elif t == "tool_call_done":
             if any(a.call.id == event.call_id for a in self.approvals):
                 self.approvals = deque(a for a in self.approvals if a.call.id != event.call_id)
@@ -693,8 +698,8 @@ class TUI:
             out.append(("status", f" · {mcp}"))
         if st.running:
             out.append(("status_busy", " · ● " + _names(st.running, "tool")))
-        if st.subagents:  # nothing reports subagents yet (a later issue); shown once something does
-            out.append(("status_busy", " · ⑂ " + _names(st.subagents, "agent")))
+        if st.subagents:
+            out.append(("status_busy", " · ⑂ " + st.agents_summary()))
         if st.turn_running:
             out.append(("status_busy", f" · turn {st.turn} working…"))
         if st.git is not None:
@@ -896,7 +901,7 @@ class TUI:
             self.model.add("notice", f"session cost ${st.cost_usd:.4f} · tokens in {_k(st.input_tokens)}, "
                                      f"out {_k(st.output_tokens)}{cache}")
         elif word == "agents":
-            self.model.add("notice", "no subagents run yet")
+            self.open_agents(rest)
         elif word == "clear":
             self.model.clear()
             self.rebuild_views()
@@ -1065,7 +1070,82 @@ class TUI:
     # ------------------------------------------------------------ modals
 
     def modal_open(self) -> bool:
-        return bool(self.approvals) or bool(self.questions) or self.picker is not None
+        return bool(self.approvals) or bool(self.questions) or self.picker is not None or self.agents_view is not None
+
+    # ------------------------------------------------------------ /agents
+
+    def open_agents(self, which: str = "") -> None:
+        """/agents: the list of subagents (running first); /agents ID opens one's transcript."""
+        agents = self.model.agents
+        if not agents.by_id:
+            self.model.add("notice", "no subagents run yet")
+            return
+        opened = ""
+        if which:
+            found = agents.find(which)
+            if found is None:
+                self.model.add("notice", f"there is no agent {sanitize(which)}; /agents lists them")
+                return
+            opened = found.id
+        self.agents_view = {"sel": 0, "open": opened}
+        self.show_modal()
+
+    def _agents_key(self, size: tuple[int, ...], key: str) -> None:
+        view = self.agents_view
+        assert view is not None
+        rows = self.model.agents.rows()
+        if view["open"]:
+            if key in ("esc", "left", "backspace", "q"):
+                view["open"] = ""  # back to the list
+            else:
+                self.root.original_widget.keypress(size, key)  # the transcript's list box scrolls
+                return
+        elif key in ("esc", "q"):
+            self.agents_view = None
+        elif key in ("up", "k") and rows:
+            view["sel"] = (view["sel"] - 1) % len(rows)
+        elif key in ("down", "j", "tab") and rows:
+            view["sel"] = (view["sel"] + 1) % len(rows)
+        elif key in ("enter", "right") and rows:
+            view["open"] = rows[min(view["sel"], len(rows) - 1)].id
+        self.show_modal()
+        self.refresh()
+
+    def _agents_body(self) -> tuple[urwid.Widget, str]:
+        view = self.agents_view
+        assert view is not None
+        agents = self.model.agents
+        if view["open"]:
+            agent = agents.by_id.get(view["open"])
+            transcript = self.model.transcripts.get(view["open"])
+            blocks = transcript.blocks if transcript is not None else []
+            texts = [urwid.Text(render_block(b, self.expanded)) for b in blocks]
+            if not texts:
+                texts = [urwid.Text(("dim", "(nothing yet)"))]
+            lines = sum(t.rows((70,)) for t in texts)
+            height = max(3, min(lines, self._rows() - 8))
+            box = urwid.ListBox(urwid.SimpleFocusListWalker(texts))
+            box.set_focus(len(texts) - 1)  # the newest at the bottom, as the transcript follows
+            box.set_focus_valign("bottom")
+            pile = urwid.Pile([urwid.BoxAdapter(box, height), urwid.Divider(),
+                               urwid.Text(("modal_label", "Up/Down/PgUp/PgDn scroll · Esc back to the list"))])
+            pile.focus_position = 0
+            title = f" agent {agent.id} · {agent.type} · {agent.state} " if agent is not None else " agent "
+            return pile, title
+        rows: list[urwid.Widget] = []
+        listed = agents.rows()
+        sel = min(view["sel"], len(listed) - 1)
+        for i, agent in enumerate(listed):
+            attr = "modal_key" if i == sel else ("status_busy" if agent.state == "running" else "assistant")
+            rows.append(urwid.Text((attr, ("▸ " if i == sel else "  ") + agent_line(agent)), wrap="ellipsis"))
+        running = len(agents.running())
+        rows += [urwid.Divider(), urwid.Text(("modal_label", "Up/Down choose · Enter open its transcript · Esc close"))]
+        return urwid.Pile(rows), f" agents: {running} running, {len(listed) - running} finished "
+
+    def _rows(self) -> int:
+        if self.loop is None:
+            return 24
+        return int(self.loop.screen.get_cols_rows()[1])
 
     def _offer_worktree_removal(self) -> bool:
         """On /quit in a worktree: a clean one is offered for removal (True: the question is open;
@@ -1114,6 +1194,9 @@ class TUI:
         if self.picker is not None:
             self._overlay(*self._picker_body())
             return
+        if self.agents_view is not None and not self.approvals:  # an approval outranks /agents (it stays open)
+            self._overlay(*self._agents_body())
+            return
         if not self.approvals:
             self.editing = None
             self.modal_error = ""
@@ -1124,12 +1207,13 @@ class TUI:
         subject = relative(sanitize(call.subject or json.dumps(call.input, ensure_ascii=False)), self.model.status.cwd)
         if subject.count("\n") > 8:
             subject = "\n".join(subject.splitlines()[:8]) + "\n…"
+        label, reason = approval_label(ev.reason)  # a subagent's call: which agent asks comes first
         rows: list[urwid.Widget] = [
             urwid.Text([("modal_label", "tool     "), ("tool_name", sanitize(call.name))]),
             urwid.Text([("modal_label", "subject  "), ("assistant", subject)]),
             urwid.Text([("modal_label", "risk     "), ("warning", call.risk.value)]),
             urwid.Text([("modal_label", "reason   "),
-                        ("assistant", relative(sanitize(ev.reason), self.model.status.cwd) or "-")]),
+                        ("assistant", relative(reason, self.model.status.cwd) or "-")]),
             urwid.Divider(),
         ]
         preview = change_preview(call.input)
@@ -1145,10 +1229,13 @@ class TUI:
             rows.append(urwid.Text(("error", self.modal_error)))
         if len(self.approvals) > 1:
             rows.append(urwid.Text(("modal_label", f"+{len(self.approvals) - 1} more waiting")))
+        if label:
+            rows.insert(0, urwid.Text([("modal_label", "agent    "), ("status_busy", f" {label} ")]))
         pile = urwid.Pile(rows)
         if self.editing is not None:
             pile.focus_position = len(rows) - 1 - (1 if self.modal_error else 0) - (1 if len(self.approvals) > 1 else 0)
-        self._overlay(pile, f" approve {sanitize(call.name)}? ")
+        self._overlay(pile, f" agent {label}: approve {sanitize(call.name)}? " if label
+                      else f" approve {sanitize(call.name)}? ")
 
     def _overlay(self, body: urwid.Widget, title: str) -> None:
         box = urwid.AttrMap(urwid.LineBox(urwid.Padding(body, left=1, right=1), title=title), "modal")
@@ -1162,6 +1249,9 @@ class TUI:
             return None
         if self.picker is not None:
             self._picker_key(key)
+            return None
+        if self.agents_view is not None and not self.approvals:
+            self._agents_key(size, key)
             return None
         ev = self.approvals[0]
         call = ev.call

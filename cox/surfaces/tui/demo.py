@@ -19,6 +19,7 @@ from cox.actors.store.rollout import read_rollout
 def main(argv: list[str] | None = None) -> int:
     from cox.actors.provider.scripted import ScriptedProvider
     from cox.actors.session.actor import SessionSettings
+    from cox.actors.tools.agent import agent_tools
     from cox.actors.tools.registry import builtin_tools
     from cox.policy.permission import Engine
     from cox.protocol.types import ApprovalPolicy, PermissionMode, new_ulid
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
                                permission_mode=PermissionMode(args.mode), approval_policy=ApprovalPolicy.ON_REQUEST)
     app = App(home)
     try:
-        handle = app.open_session(settings, provider, builtin_tools(), engine, resumed)
+        handle = app.open_session(settings, provider, {**builtin_tools(), **agent_tools()}, engine, resumed)
         status = {"model": provider.model, "mode": args.mode, "cwd": str(cwd), "db": str(layout.db)}
         if args.resume:
             status["rollout"] = str(layout.rollout(args.resume))

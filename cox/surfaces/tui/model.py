@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from cox.policy.sanitize import sanitize
 
 from ..questions import closed_text
+from .agents import Agents, count
 
 if TYPE_CHECKING:
     from .worktree import GitState
@@ -75,9 +76,11 @@ class Status:
     running: list[str] = field(default_factory=list)  # names of the tools running now, in call order
     # the cwd's git state (``worktree.probe``), refreshed off the UI thread at start and after each turn
     git: GitState | None = None
-    # Seam for subagents (a later issue): the names of the subagents running now, shown like
-    # running tools once the session reports them. Nothing sets it yet.
-    subagents: list[str] = field(default_factory=list)
+    subagents: list[str] = field(default_factory=list)  # the ids of the subagents running now
+
+    def agents_summary(self) -> str:
+        """``2 agents`` while subagents run; "" otherwise."""
+        return count(len(self.subagents)) if self.subagents else ""
 
     def mcp_summary(self) -> str:
         """``mcp 2✓ 1✗ 1…``: servers ready, failed, still starting or restarting; "" without any."""
@@ -108,6 +111,8 @@ class Model:
     # shows whether the session restarted its count (then they become ``_base``) or carried it on.
     _earlier: tuple[float, int, int, int, int] | None = None
     _base: tuple[float, int, int, int, int] = (0.0, 0, 0, 0, 0)
+    agents: Agents = field(default_factory=Agents)  # the subagents (/agents), from the relayed events
+    transcripts: dict[str, Model] = field(default_factory=dict)  # agent id -> its transcript
 
     # ------------------------------------------------------------ local actions
 
@@ -149,6 +154,7 @@ class Model:
             call = event.call
             self.tools[call.id] = self.add("tool", "", call_id=call.id, name=sanitize(call.name),
                                            subject=self._subject(call))
+            self.agents.called(call)
             self._running()
         elif t == "tool_call_edited":
             edited = self.tools.get(event.call.id)
@@ -171,7 +177,11 @@ class Model:
                     out.touch()
         elif t == "tool_call_done":
             self._tool_done(event)
+            self.agents.result(event)
+            self.status.subagents = self.agents.running()
             self._running()
+        elif t == "agent_event":
+            self._agent_event(event)
         elif t == "notice":
             msg = sanitize(event.message)
             found = _MODE_NOTICE.search(msg)
@@ -244,6 +254,24 @@ class Model:
             else:
                 self._close()
 
+    def _agent_event(self, event: Any) -> None:
+        """A subagent's relayed event: its row in /agents and its own transcript."""
+        got = self.agents.relayed(event)
+        if got is not None:
+            agent, child = got
+            view = self.transcripts.get(agent.id)
+            if view is None:
+                view = self.transcripts[agent.id] = Model()
+                view.status.cwd = self.status.cwd
+            if child.type == "assistant_message":  # a child's deltas are not relayed: its message is the text
+                text = "".join(str(b.get("text", "")) for b in child.content
+                               if isinstance(b, dict) and b.get("type") == "text")
+                if text.strip():
+                    view.add("assistant", sanitize(text))
+            else:
+                view.apply(child)
+        self.status.subagents = self.agents.running()
+
     def _new_run(self) -> None:
         """A session (re)started: the totals shown so far are kept until its first usage event
         says whether its own totals include them."""
@@ -294,7 +322,7 @@ class Model:
                 shown += 1
                 continue
             if kind not in ("tool_call_requested", "tool_call_edited", "tool_call_done", "usage", "compacted", "rewound", "turn_done",
-                            "error", "turn_started"):
+                            "error", "turn_started", "agent_event"):
                 continue
             try:
                 event = decode_event(raw)
@@ -308,6 +336,10 @@ class Model:
             if block.state in ("running", "waiting"):
                 block.state, block.detail = "aborted", "interrupted"
                 block.touch()
+        for agent in self.agents.by_id.values():
+            if agent.state == "running":  # its session ended with the run that started it
+                agent.state = "interrupted"
+        self.status.subagents = self.agents.running()
         self._running()
         return shown
 
