@@ -211,12 +211,10 @@ def interrupt_floor(app: App, ws: Path, home: Path) -> float:
 
 
 def graph_figure() -> None:
-    try:
-        from bench.agents_graph import figure  # type: ignore[import-not-found]
-    except ImportError:
-        print("work graph: not measured (bench/agents_graph.py is not there)")
-        return
-    print(figure())
+    from bench.agents_graph import figures
+
+    for line in figures():
+        print(line)
 
 
 if __name__ == "__main__":

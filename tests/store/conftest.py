@@ -76,7 +76,7 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> Writes:
     real_connect = sqlite3.connect
 
     def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = real_connect(*args, **kwargs)
+        conn: sqlite3.Connection = real_connect(*args, **kwargs)
         conn.set_authorizer(found.authorizer)
         return conn
 

@@ -28,7 +28,9 @@ def test_child_sessions_are_listed_under_their_parent(tmp_path: Path, cox_home: 
     (ws / "a.txt").write_text("alpha\n")
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"model": "scripted", "replies": [
-        {"tool_calls": [agent("c1", "look at a.txt"), agent("c2", "count the files")]},
+        # one step apart, so that a1 is the first (agents started together get ids by start order)
+        {"tool_calls": [agent("c1", "look at a.txt")]},
+        {"tool_calls": [agent("c2", "count the files")]},
         {"text": "both agents reported"},
     ], "agents": {
         "look at a.txt": [{"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "a.txt"}}]},

@@ -36,6 +36,7 @@ from cox.log import get_logger
 from cox.protocol import messages as m
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, StopReason, ToolCall
+from cox.supervisors.timer import scheduler
 
 from . import messages as fx
 from .holder import ScopeHolder
@@ -57,6 +58,9 @@ CHILD_HOOK_POINTS = {"Stop": "SubagentStop"}
 SKIPPED_HOOK_POINTS = frozenset({"SessionStart", "SessionEnd", "UserPromptSubmit"})
 """A child's turn is not the person's prompt and its session not theirs: those hooks fire for the
 parent only (as Claude Code does); a child's Stop is the parent's SubagentStop."""
+
+CLOSE_AFTER_S = 0.2
+"""How long after its report a foreground child's session is stopped."""
 
 STOP_WAIT_S = 10.0
 """How long closing the parent waits for each child to stop (they are stopped together)."""
@@ -154,7 +158,10 @@ class AgentHost:
         finally:
             unregister()
         report = child.report or self._failed(child, "the agent stopped without a report")
-        self._close(child, wait=False)
+        # Its session is stopped off this path (a timer task): the report goes back now, and a
+        # crowd of children ending together (an interrupt) does not queue its clean-up in front
+        # of the reports.
+        scheduler.call_later(CLOSE_AFTER_S, lambda: self._close(child, wait=False))
         return report
 
     def start(self, task: AgentTask, call_id: str = "") -> str:
