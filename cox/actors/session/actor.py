@@ -136,6 +136,7 @@ class SessionActor(CoxActor):
         self.lineage = lineage or Lineage(0, Purse())
         self.agents: AgentHost | None = None  # made when a tool first starts an agent
         self._agents_lock = threading.Lock()
+        self._agents_closed = False
         self.turns: dict[int, _TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
         deferred = dict(deferred or {})
@@ -193,8 +194,7 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
-        if self.agents is not None:
-            self.agents.close_all()
+        self._close_agents()
         self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -222,8 +222,7 @@ class SessionActor(CoxActor):
                 log.exception("session failure handling failed")
         self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
-            if self.agents is not None:
-                self.agents.close_all()
+            self._close_agents()
             self.jobs.stop_all()
             self.tmp.remove()
         except Exception:
@@ -408,10 +407,20 @@ class SessionActor(CoxActor):
         """The session's subagents, made on first need (from a tool's thread: the lock)."""
         with self._agents_lock:
             if self.agents is None:
-                from .agents import AgentHost
+                from .agents import AgentError, AgentHost
 
+                if self._agents_closed:
+                    raise AgentError("the session is closing; no agent starts now")
                 self.agents = AgentHost(self, self.lineage)
             return self.agents
+
+    def _close_agents(self) -> None:
+        """The session ends: every agent stops, and none starts from now on."""
+        with self._agents_lock:
+            self._agents_closed = True
+            host = self.agents
+        if host is not None:
+            host.close_all()
 
     def spawn_child(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
         """A subagent's session, linked to this one like a turn's children (any thread)."""

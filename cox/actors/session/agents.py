@@ -142,6 +142,7 @@ class AgentHost:
         self.children: dict[str, Child] = {}
         self.numbers = itertools.count(1)
         self.approvals: dict[str, str] = {}  # a child's call waiting for the person -> its agent
+        self.closed = False
         self._definitions: Any = None
 
     # ------------------------------------------------------------------ AgentRunner
@@ -238,8 +239,9 @@ class AgentHost:
             child.interrupt()
 
     def close_all(self) -> None:
-        """Stop every child together (the parent is closing), each bounded."""
+        """Stop every child together (the parent is closing), each bounded; none starts after."""
         with self.lock:
+            self.closed = True
             children = list(self.children.values())
         futures = []
         for child in children:
@@ -341,11 +343,18 @@ class AgentHost:
         hooks = ChildHooks(p.hooks, agent_id, defn.name) if p.hooks is not None else None
         lineage = Lineage(self.lineage.depth + 1, self.lineage.purse, p.s.session_id, agent_id)
         with self.lock:
+            if self.closed:
+                raise AgentError("the session is closing; no agent starts now")
             self.children[agent_id] = child
         me = p.actor_ref
         child.ref = p.spawn_child(("agent", -1, agent_id), lambda: SessionActor.start(
             settings, p.provider, tools, engine, p.store, [self._sink(child, me)], child.holder, None, hooks,
             None, lineage))
+        with self.lock:
+            closed = self.closed  # the parent began closing while this child started: it stops too
+        if closed:
+            self._close(child, wait=False)
+            raise AgentError("the session is closing; no agent starts now")
         child.ref.tell(m.UserTurn(text=task.prompt))
         return child
 
