@@ -23,15 +23,25 @@ class ChaosKill(SystemExit):
 
 
 def unsafe_to_interrupt(ident: int) -> bool:
-    """True while the thread is inside ``Popen.__init__``, an import or ``logging``. An exception
-    injected in the first leaves a child whose pid nobody ever learns; in the others it can land
-    between a lock's acquire and the ``with``/``try`` that releases it (the import lock, a
-    handler's lock), and every later import or log line in the process deadlocks; and one inside a
-queue's ``put`` can leave an event delivered that its sender believes was not (a surface's queue). Only an
+    """True while the thread is outside its actor's loop (still being started by threading), or
+    inside ``Popen.__init__``, an import, ``logging`` or a queue's ``put``. Killed while threading
+    starts it, a thread never says it started, and whoever started it waits forever; in
+    ``Popen.__init__`` it leaves a child whose pid nobody ever learns; in an import or ``logging``
+    it can land between a lock's acquire and the ``with``/``try`` that releases it (the import
+    lock, a handler's lock), and every later import or log line in the process deadlocks; in a
+    ``put`` it can leave an event delivered that its sender believes was not. Only an
     asynchronous exception can do that — a real crash is raised by code, never from inside
-    CPython's fork/exec or a library's lock bookkeeping — so the schedule waits. Everywhere else
-    (cox's code, pykka, waits, the actor runtime's own failure handling) is fair game."""
+    threading's thread start, CPython's fork/exec or a library's lock bookkeeping — so the
+    schedule waits. Everywhere else (cox's code, pykka, waits, the actor runtime's own failure
+    handling) is fair game."""
     frame = sys._current_frames().get(ident)
+    inside_actor = False  # only an actor's own loop runs code that can crash; threading's start does not
+    probe = frame
+    while probe is not None:
+        inside_actor = inside_actor or probe.f_code.co_name == "_actor_loop"
+        probe = probe.f_back
+    if not inside_actor:
+        return True
     while frame is not None:
         code = frame.f_code
         if code.co_filename == subprocess.__file__ and code.co_name in ("__init__", "_execute_child"):
