@@ -173,7 +173,10 @@ def test_the_store_killed_mid_write_leaves_a_whole_rollout_and_a_consistent_db(r
         assert _subsequence(events, lines[:-1]), f"{what}: the rollout holds events the surface never saw"
         if restarted:
             died += 1
-            assert result["is_error"], f"{what}: the store died mid-turn and the turn still succeeded"
+            # A success despite the restart is possible: an injected exception is delivered at
+            # the thread's next bytecode, so it may land just after the store answered the turn's
+            # last write. Then the turn did succeed — and the check below holds it to having lost
+            # nothing (a store that died mid-turn with records unsent fails the turn instead).
         if result["is_error"]:
             assert killed and codes == [1], what
             assert "rollout" in result["result"], f"{what}: {result['result']}"
