@@ -15,6 +15,11 @@ import sys
 import threading
 
 LOGGING_DIR = os.path.dirname(logging.__file__)
+THREADING_BOOKKEEPING = frozenset({"start", "join", "is_alive", "_wait_for_tstate_lock", "_stop", "_delete",
+                                   "_set_tstate_lock", "_maintain_shutdown_locks"})
+"""threading's own functions that hold its module-wide locks (``_shutdown_locks_lock``,
+``_active_limbo_lock``): killed inside one, a thread can leave such a lock held, and every later
+thread start or join in the process waits forever."""
 LOCKING = (queue.__file__, threading.__file__)
 
 
@@ -24,7 +29,8 @@ class ChaosKill(SystemExit):
 
 def unsafe_to_interrupt(ident: int) -> bool:
     """True while the thread is outside its actor's loop (still being started by threading), or
-    inside ``Popen.__init__``, an import, ``logging`` or a queue's ``put``. Killed while threading
+    inside ``Popen.__init__``, an import, ``logging``, a queue's ``put`` or threading's own lock
+    bookkeeping (``THREADING_BOOKKEEPING``). Killed while threading
     starts it, a thread never says it started, and whoever started it waits forever; in
     ``Popen.__init__`` it leaves a child whose pid nobody ever learns; in an import or ``logging``
     it can land between a lock's acquire and the ``with``/``try`` that releases it (the import
@@ -49,6 +55,8 @@ def unsafe_to_interrupt(ident: int) -> bool:
         if code.co_filename.startswith(("<frozen importlib", LOGGING_DIR)):
             return True
         if code.co_filename == queue.__file__ and code.co_name == "put":
+            return True
+        if code.co_filename == threading.__file__ and code.co_name in THREADING_BOOKKEEPING:
             return True
         frame = frame.f_back
     return False
