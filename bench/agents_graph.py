@@ -41,22 +41,11 @@ ANSWER = "done\n\n```report\nchanged: []\nevidence: nothing to do (bench)\n```\n
 
 
 class NoopRunner:
-    """Answers every task at once with a report that passes the gate."""
+    """A TaskRunner answering every task at once with a report that passes the gate."""
 
     def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
         return AgentReport(agent_id=task.description, text=ANSWER, stop="end_turn", ok=True)
 
-    def start(self, task: AgentTask, call_id: str = "") -> str:
-        raise NotImplementedError
-
-    def wait(self, ids: list[str], timeout_s: float, cancel: CancelToken) -> dict[str, AgentReport | None]:
-        raise NotImplementedError
-
-    def send(self, agent_id: str, text: str) -> str | None:
-        raise NotImplementedError
-
-    def close(self, agent_id: str) -> str | None:
-        raise NotImplementedError
 
 
 def graph() -> list[dict[str, Any]]:

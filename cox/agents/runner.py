@@ -45,11 +45,17 @@ class AgentReport:
     cost_usd: float = 0.0
 
 
-class AgentRunner(Protocol):
+class TaskRunner(Protocol):
+    """Runs one subagent to its end: all a work graph needs (its fakes implement only this)."""
+
     def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
         """Run the task to its end (blocking the caller's thread); ``cancel`` ends it early.
         ``call_id``: the parent's call that runs it (its events are tagged with it)."""
         ...
+
+
+class AgentRunner(TaskRunner, Protocol):
+    """A session's subagents as the ``agent`` tools use them: foreground and background."""
 
     def start(self, task: AgentTask, call_id: str = "") -> str:
         """Start the task in the background; its agent id at once."""

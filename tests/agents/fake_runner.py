@@ -35,6 +35,8 @@ def reads(evidence: str = "read src/a.py: it defines f") -> Plan:
 
 
 class FakeRunner:
+    """A TaskRunner (``cox.agents.runner``): the work graph only runs tasks to their end."""
+
     def __init__(self, plans: dict[str, Plan], ok: dict[str, bool] | None = None) -> None:
         self.plans = plans
         self.ok = ok or {}
@@ -66,15 +68,3 @@ class FakeRunner:
             self.ended[name].set()
         ok = self.ok.get(name, True) and not cancel.cancelled
         return AgentReport(agent_id=f"agent-{name}", text=text, stop="end_turn" if ok else "error", ok=ok)
-
-    def start(self, task: AgentTask, call_id: str = "") -> str:
-        raise NotImplementedError
-
-    def wait(self, ids: list[str], timeout_s: float, cancel: CancelToken) -> dict[str, AgentReport | None]:
-        raise NotImplementedError
-
-    def send(self, agent_id: str, text: str) -> str | None:
-        raise NotImplementedError
-
-    def close(self, agent_id: str) -> str | None:
-        raise NotImplementedError

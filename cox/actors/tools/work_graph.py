@@ -31,7 +31,7 @@ from .base import BaseTool, ToolEnv, ToolInputError
 if TYPE_CHECKING:
     from cox.agents.evidence import Snapshot
     from cox.agents.graph import Outcome, Scheduler, Task
-    from cox.agents.runner import AgentReport, AgentRunner
+    from cox.agents.runner import AgentReport, TaskRunner
 
 JOIN_S = 60.0  # an outer bound for running tasks to end once interrupted (only a hang reaches it)
 ANSWER_TAIL = 1500
@@ -174,7 +174,7 @@ class _Run:
     the next batch's "before" (nothing ran in between), so a chain of writers costs one snapshot
     per task."""
 
-    def __init__(self, env: ToolEnv, runner: AgentRunner) -> None:
+    def __init__(self, env: ToolEnv, runner: TaskRunner) -> None:
         from cox.agents.evidence import Snapshots
 
         self.env = env
