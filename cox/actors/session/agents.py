@@ -116,7 +116,6 @@ class Child:
         self.state = "running"  # running | idle | closed | failed
         self.text = ""
         self.cost = 0.0
-        self.tokens = 0
         self.report: AgentReport | None = None
         self.ended = threading.Event()
         self.note = ""
@@ -286,14 +285,6 @@ class AgentHost:
             return False
         return True
 
-    def rows(self) -> list[dict[str, Any]]:
-        """Every agent of this session, for /agents and `cox sessions`."""
-        with self.lock:
-            children = list(self.children.values())
-        return [{"id": c.agent_id, "type": c.kind, "description": c.task.description, "state": c.state,
-                 "tokens": c.tokens, "cost_usd": c.cost,
-                 "worktree": str(c.worktree.path) if c.worktree is not None else ""} for c in children]
-
     # ------------------------------------------------------------------ starting one
 
     def definitions(self) -> dict[str, Any]:
@@ -392,7 +383,6 @@ class AgentHost:
                     child.text = text
             elif kind == "usage":
                 child.cost += event.usage.cost_usd
-                child.tokens += event.usage.input_tokens + event.usage.output_tokens
             relay = kind in RELAYED or kind == "approval_required" or (
                 kind == "notice" and event.level in ("warning", "error", "security"))
             if relay:
