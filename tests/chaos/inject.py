@@ -10,9 +10,13 @@ import ctypes
 import logging
 import os
 import queue
+import random
+import signal
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 
 LOGGING_DIR = os.path.dirname(logging.__file__)
 THREADING_BOOKKEEPING = frozenset({"start", "join", "is_alive", "_wait_for_tstate_lock", "_stop", "_delete",
@@ -68,3 +72,25 @@ def inject(thread: threading.Thread) -> bool:
         return False
     n = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(ChaosKill))
     return bool(n == 1)
+
+
+def kill_at_random(rng: random.Random, stop: threading.Event, kills: list[str], victims: tuple[str, ...], *,
+                   pause: tuple[float, float], thread_odds: float, process_odds: float = 0.0,
+                   processes: Callable[[], list[int]] | None = None) -> None:
+    """The chaos schedule, until ``stop``: after each pause, with ``thread_odds`` kill one
+    thread whose name starts with one of ``victims``; with ``process_odds`` SIGKILL every process
+    ``processes`` lists. What was killed goes into ``kills`` (a thread's name, or ``pid N``)."""
+    while not stop.is_set():
+        time.sleep(rng.uniform(*pause))
+        named = [t for t in threading.enumerate() if t.name.startswith(victims)]
+        if named and rng.random() < thread_odds:
+            t = rng.choice(named)
+            if inject(t):
+                kills.append(t.name)
+        if processes is not None and rng.random() < process_odds:
+            for pid in processes():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    kills.append(f"pid {pid}")
+                except ProcessLookupError:
+                    pass

@@ -12,7 +12,6 @@ import io
 import json
 import os
 import random
-import signal
 import threading
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from cox.protocol import messages as m
 from cox.protocol.types import ApprovalPolicy, new_ulid
 from cox.surfaces import headless
 from cox.surfaces.runtime import App
-from tests.chaos.inject import inject
+from tests.chaos.inject import kill_at_random
 from tests.harness import Run, check_invariants
 from tests.waits import BOUND_S
 
@@ -84,23 +83,6 @@ def _script(rng: random.Random) -> list[dict]:
     return replies
 
 
-def _killer(rng: random.Random, stop: threading.Event, kills: list[str]) -> None:
-    while not stop.is_set():
-        time.sleep(rng.uniform(0.001, 0.02))
-        victims = [t for t in threading.enumerate() if t.name.startswith(VICTIMS)]
-        if victims and rng.random() < 0.5:
-            t = rng.choice(victims)
-            if inject(t):
-                kills.append(t.name)
-        if rng.random() < 0.2:
-            for pid in _children():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    kills.append(f"pid {pid}")
-                except ProcessLookupError:
-                    pass
-
-
 def test_chaos_sessions_keep_their_invariants(tmp_path: Path, cox_home: Path) -> None:
     seed = int(os.environ.get("COX_CHAOS_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
@@ -113,7 +95,9 @@ def test_chaos_sessions_keep_their_invariants(tmp_path: Path, cox_home: Path) ->
     app = App(cox_home)
     stop = threading.Event()
     kills: list[str] = []
-    killer = threading.Thread(target=_killer, args=(random.Random(seed + 1), stop, kills), daemon=True)
+    killer = threading.Thread(target=kill_at_random, args=(random.Random(seed + 1), stop, kills, VICTIMS),
+                              kwargs={"pause": (0.001, 0.02), "thread_odds": 0.5, "process_odds": 0.2,
+                                      "processes": _children}, daemon=True)
     killer.start()
     failures: list[str] = []
     try:

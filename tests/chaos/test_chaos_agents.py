@@ -28,7 +28,7 @@ from cox.protocol import messages as m
 from cox.protocol.types import ApprovalPolicy, PermissionMode, new_ulid
 from cox.surfaces import headless
 from cox.surfaces.runtime import App
-from tests.chaos.inject import inject
+from tests.chaos.inject import kill_at_random
 from tests.chaos.test_chaos import _children, _describe
 from tests.harness import Run, check_invariants
 from tests.waits import BOUND_S
@@ -54,16 +54,6 @@ def _script(rng: random.Random, tag: str) -> dict:
     return {"replies": [{"tool_calls": calls}, {"text": "done"}], "agents": agents}
 
 
-def _killer(rng: random.Random, stop: threading.Event, kills: list[str]) -> None:
-    while not stop.is_set():
-        time.sleep(rng.uniform(0.002, 0.03))
-        victims = [t for t in threading.enumerate() if t.name.startswith(VICTIMS)]
-        if victims and rng.random() < 0.4:
-            t = rng.choice(victims)
-            if inject(t):
-                kills.append(t.name)
-
-
 def test_chaos_parents_and_children_keep_their_invariants(tmp_path: Path, cox_home: Path) -> None:
     seed = int(os.environ.get("COX_CHAOS_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
@@ -76,7 +66,8 @@ def test_chaos_parents_and_children_keep_their_invariants(tmp_path: Path, cox_ho
     app = App(cox_home)
     stop = threading.Event()
     kills: list[str] = []
-    killer = threading.Thread(target=_killer, args=(random.Random(seed + 1), stop, kills), daemon=True)
+    killer = threading.Thread(target=kill_at_random, args=(random.Random(seed + 1), stop, kills, VICTIMS),
+                              kwargs={"pause": (0.002, 0.03), "thread_odds": 0.4}, daemon=True)
     killer.start()
     failures: list[str] = []
     child_ids: set[str] = set()
