@@ -10,6 +10,7 @@ from cox.actors.tools.agent import agent_tools
 from cox.actors.tools.registry import builtin_tools
 from cox.protocol.types import PermissionMode
 from tests.harness import check_invariants, run_session
+from tests.procs import pids_with
 
 
 def tools() -> dict[str, Any]:
@@ -177,21 +178,6 @@ def test_budget_spent_in_a_child_stops_the_tree(tmp_path: Path, cox_home: Path) 
     assert child_cost >= 0.01  # relayed, for a surface to count the tree's spend
 
 
-def _running(token: str) -> list[int]:
-    import os
-
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if token.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
-
-
 def test_background_agents_wait_send_and_close(tmp_path: Path, cox_home: Path) -> None:
     import uuid
 
@@ -205,9 +191,9 @@ def test_background_agents_wait_send_and_close(tmp_path: Path, cox_home: Path) -
 
         if event.type == "turn_done":  # the sleeper's command runs now: the test below means something
             deadline = time.monotonic() + 30
-            while not _running(token) and time.monotonic() < deadline:
+            while not pids_with(token) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            seen.append(_running(token))
+            seen.append(pids_with(token))
 
     run = run_session(ws, tmp_path / "h", [
         {"tool_calls": [agent_call("b1", "background one", run_in_background=True)]},  # S-a1
@@ -229,7 +215,7 @@ def test_background_agents_wait_send_and_close(tmp_path: Path, cox_home: Path) -
     assert done["s1"].ok and "second report" in done["w2"].visible
     assert done["c1"].ok
     assert seen and seen[0], "the sleeper's command was running when the parent's turn ended"
-    assert not _running(token), "the parent closed: no process of its agents outlives it"
+    assert not pids_with(token), "the parent closed: no process of its agents outlives it"
 
 
 def test_a_worktree_agent_asks_first_and_its_changes_land_only_in_its_worktree(tmp_path: Path,

@@ -21,6 +21,7 @@ import pytest
 
 from cox.actors.store.rollout import read_rollout
 from tests.hooks.rig import Rig, bash, one
+from tests.procs import pids_with
 from tests.waits import BOUND_S
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("chaos")]
@@ -31,23 +32,10 @@ def rig(tmp_path: Path, cox_home: Path) -> Rig:
     return Rig(tmp_path, cox_home)
 
 
-def _tagged(tag: str) -> list[int]:
-    """Host pids whose command line starts with ``tag`` (``exec -a``)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if f.read().startswith(tag.encode()):
-                    found.append(int(entry))
-        except (OSError, ValueError):
-            continue
-    return found
-
-
 def _kill_when_running(pid_file: Path, tag: str, killed: list[int]) -> None:
     deadline = time.monotonic() + BOUND_S
     while time.monotonic() < deadline:
-        pids = _tagged(tag) if pid_file.exists() else []
+        pids = pids_with(tag, at_start=True) if pid_file.exists() else []
         if pids:
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)
@@ -84,4 +72,4 @@ def test_a_hook_killed_while_it_runs_is_a_warning_and_the_call_is_recorded(rig: 
     recorded = [e for e in rollout.events if e["type"] == "tool_call_done"]
     assert [e["result"]["visible"] for e in recorded] == [done[0]["result"]["visible"]]
     assert [e["type"] for e in rollout.events][-1] == "turn_done"
-    assert _tagged(tag) == []
+    assert pids_with(tag, at_start=True) == []

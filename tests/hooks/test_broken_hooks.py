@@ -3,11 +3,12 @@ call it guards runs as if the hook were not there, and the person is told which 
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
 
 import pytest
+
+from tests.procs import pids_with
 
 from .rig import Rig, bash, one
 
@@ -48,19 +49,7 @@ def test_a_hook_that_hangs_is_stopped_at_its_timeout(rig: Rig, sandbox: bool) ->
     assert time.monotonic() - started < 60  # far below the hook's 300 s: only its timeout ended it
     assert run.result["subtype"] == "success" and (rig.ws / "marker").exists()
     assert any("did not finish within 1 s" in w for w in run.warnings())
-    assert _running(tag) == []  # what it started in the background went with it
-
-
-def _running(tag: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                if f.read().startswith(tag.encode()):
-                    found.append(int(entry))
-        except (OSError, ValueError):
-            continue
-    return found
+    assert pids_with(tag, at_start=True) == []  # what it started in the background went with it
 
 
 def test_a_hook_that_prints_without_end_is_drained(rig: Rig) -> None:
