@@ -22,11 +22,9 @@ the next turn; system[0..2] byte-stable.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pykka
@@ -38,66 +36,27 @@ from cox.actors.tools.call_actor import ToolCallActor
 from cox.log import get_logger
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
-from cox.protocol.types import PermissionMode, Risk, SandboxMode, ToolCall
+from cox.protocol.types import Risk, SandboxMode, ToolCall
 from cox.supervisors import CancelScope, CoxActor
 from cox.supervisors.actor import Exit, spawn_linked
-from cox.supervisors.timer import scheduler
 
 from . import messages as fx
 from .checkpointing import Said
-from .holder import LazyAgents, reap_later
+from .holder import LazyAgents
 from .holder import ScopeHolder as ScopeHolder
 from .ledger import Lineage, Purse
 from .machine import TurnMachine
+from .ports import MachinePorts
 from .recorder import Recorder
 from .recorder import Sink as Sink
 from .resume import Rebuilt
 from .settings import SessionSettings as SessionSettings
-from .watchdog import WATCHDOG_S, Watchdog
+from .turn_runtime import TurnRuntime
 
 if TYPE_CHECKING:
     from .agents import AgentHost
 
 log = get_logger("cox.session")
-
-class _TurnRuntime:
-    """What a running turn holds outside the machine: its processes, its watchdog."""
-
-    def __init__(self) -> None:
-        self.processes: list[Any] = []  # the turn's commands' processes, shared with their calls
-        self.ran_commands = False
-        self.stop_watchdog: Callable[[], None] | None = None
-        self.watchdog = Watchdog()
-
-
-class _Ports:
-    """The machine's synchronous questions, answered from the tools and the permission engine."""
-
-    def __init__(self, session: SessionActor) -> None:
-        self.session = session
-        self.provider_name = str(getattr(session.provider, "name", "") or "")
-
-    def describe(self, call: ToolCall) -> ToolCall:
-        return self.session.tools[call.name].describe(call, self.session.env(0, None, call))
-
-    def writes(self, call: ToolCall) -> list[Path] | None:
-        return self.session.tools[call.name].writes(call, self.session.env(0, None, call))
-
-    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str]) -> Any:
-        s = self.session.s
-        return self.session.engine.decide(call, mode, s.approval_policy, s.sandbox_mode, grants)
-
-    def grants_for(self, call: ToolCall) -> list[str]:
-        return list(self.session.engine.grants_for(call))
-
-    def parallel(self, name: str) -> bool:
-        return bool(self.session.tools[name].parallel)
-
-    def specs(self, tools: dict[str, Any]) -> list[Any]:
-        from cox.actors.tools.registry import specs
-
-        return specs(tools)
-
 
 class SessionActor(CoxActor):
     def __init__(self, settings: SessionSettings, provider: Provider, tools: dict[str, BaseTool], engine: Any,
@@ -134,10 +93,8 @@ class SessionActor(CoxActor):
                                  durable=lineage is None or lineage.depth == 0)
         self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
         self.lineage = lineage or Lineage(0, Purse())
-        self.agents: AgentHost | None = None  # made when a tool first starts an agent
-        self._agents_lock = threading.Lock()
-        self._agents_closed = False
-        self.turns: dict[int, _TurnRuntime] = {}
+        self.lazy_agents = LazyAgents(self._make_agents)  # made when a tool first starts an agent
+        self.turns: dict[int, TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
         deferred = dict(deferred or {})
         # The session's services, for every call (typed and read-only: tools answer in their results).
@@ -145,7 +102,7 @@ class SessionActor(CoxActor):
             sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
             network=settings.network, jobs=self.jobs, archive=self._archive_put,
             deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
-            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=LazyAgents(self.agent_host),
+            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.lazy_agents,
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
             cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
         )
@@ -164,7 +121,7 @@ class SessionActor(CoxActor):
         window = settings.dedup_window_turns
         if settings.microcompact_after_turns > 0:
             window = min(window, settings.microcompact_after_turns)
-        self.machine = TurnMachine(settings, tools, deferred, _Ports(self), assembler, ReadCache(window), resumed,
+        self.machine = TurnMachine(settings, tools, deferred, MachinePorts(self), assembler, ReadCache(window), resumed,
                                    has_hooks=hooks is not None, purse=self.lineage.purse)
 
     # ------------------------------------------------------------------ life cycle
@@ -194,7 +151,7 @@ class SessionActor(CoxActor):
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
-        self._close_agents()
+        self.lazy_agents.close_all()
         self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -222,7 +179,7 @@ class SessionActor(CoxActor):
                 log.exception("session failure handling failed")
         self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
-            self._close_agents()
+            self.lazy_agents.close_all()
             self.jobs.stop_all()
             self.tmp.remove()
         except Exception:
@@ -233,17 +190,17 @@ class SessionActor(CoxActor):
         match message:
             case fx.ChildExit():
                 self.children.pop((message.kind, message.gen, message.ident), None)
-                if message.kind == "agent" and self.agents is not None:
-                    self.agents.exited(message.ident, message.why)
+                if message.kind == "agent" and self.lazy_agents.made is not None:
+                    self.lazy_agents.made.exited(message.ident, message.why)
                 self._apply(self.machine.on(message))
             case fx.ChildEvent():
-                for event in self.agent_host().relay(message):
+                for event in self.lazy_agents.host().relay(message):
                     self.recorder.emit(event)
-            case m.Approve() if self.agents is not None and self.agents.route(message):
+            case m.Approve() if self.lazy_agents.made is not None and self.lazy_agents.made.route(message):
                 pass  # a subagent's call: the child has the answer
             case m.Interrupt():
-                if self.agents is not None:
-                    self.agents.interrupt_all()  # every child, in the same broadcast as the turn
+                if self.lazy_agents.made is not None:
+                    self.lazy_agents.made.interrupt_all()  # every child, in the same broadcast as the turn
                 self._apply(self.machine.on(message))
             case fx.WatchdogTick():
                 self._watchdog(message.gen)
@@ -316,38 +273,24 @@ class SessionActor(CoxActor):
 
     def _begin_turn(self, effect: fx.BeginTurn) -> None:
         self.holder.set(effect.scope)
-        runtime = self.turns[effect.gen] = _TurnRuntime()
-        me, gen = self.actor_ref, effect.gen
-
-        def tick() -> bool:
-            try:
-                me.tell(fx.WatchdogTick(gen))
-            except pykka.ActorDeadError:
-                return False
-            return True
-
-        runtime.stop_watchdog = scheduler.call_every(WATCHDOG_S, tick)
+        self.turns[effect.gen] = TurnRuntime(self.actor_ref, effect.gen)
 
     def _end_turn(self, gen: int) -> None:
         runtime = self.turns.pop(gen, None)
-        if runtime is None:
-            return
-        if runtime.stop_watchdog is not None:
-            runtime.stop_watchdog()
-        if runtime.ran_commands:
-            reap_later(self.actor_ref, runtime.processes)
+        if runtime is not None:
+            runtime.end(self.actor_ref)
 
     def _watchdog(self, gen: int) -> None:
         """A child whose thread is gone without any report (not even an exit) is a crash."""
         runtime = self.turns.get(gen)
         if runtime is None:
             return
-        dead = []
-        for kind, ident in self.machine.watched(gen):
+
+        def alive(kind: str, ident: Any) -> bool | None:
             ref = self.children.get((kind, gen, ident))
-            if ref is not None and not ref.is_alive():
-                dead.append((kind, ident))
-        for kind, ident in runtime.watchdog.tick(dead):  # type: ignore[misc]
+            return None if ref is None else ref.is_alive()
+
+        for kind, ident in runtime.vanished(self.machine.watched(gen), alive):
             self._apply(self.machine.on(fx.ChildExit(kind, gen, ident, f"the {kind} actor vanished without a report")))
 
     def _run_hook(self, effect: fx.RunHook) -> dict[str, Any] | None:
@@ -391,7 +334,7 @@ class SessionActor(CoxActor):
         runtime.ran_commands = runtime.ran_commands or call.name == "bash"
         ref.tell("run")
 
-    def env(self, gen: int, runtime: _TurnRuntime | None, call: ToolCall, scope: CancelScope | None = None) -> ToolEnv:
+    def env(self, gen: int, runtime: TurnRuntime | None, call: ToolCall, scope: CancelScope | None = None) -> ToolEnv:
         """A call's environment (``runtime`` None: a throwaway one, to describe a call)."""
         me = self.actor_ref
         return ToolEnv(
@@ -403,24 +346,10 @@ class SessionActor(CoxActor):
             reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
 
-    def agent_host(self) -> AgentHost:
-        """The session's subagents, made on first need (from a tool's thread: the lock)."""
-        with self._agents_lock:
-            if self.agents is None:
-                from .agents import AgentError, AgentHost
+    def _make_agents(self) -> AgentHost:
+        from .agents import AgentHost
 
-                if self._agents_closed:
-                    raise AgentError("the session is closing; no agent starts now")
-                self.agents = AgentHost(self, self.lineage)
-            return self.agents
-
-    def _close_agents(self) -> None:
-        """The session ends: every agent stops, and none starts from now on."""
-        with self._agents_lock:
-            self._agents_closed = True
-            host = self.agents
-        if host is not None:
-            host.close_all()
+        return AgentHost(self, self.lineage)
 
     def spawn_child(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
         """A subagent's session, linked to this one like a turn's children (any thread)."""

@@ -75,23 +75,44 @@ class ScopeHolder:
 
 
 class LazyAgents:
-    """The runner a session's tools get, making the :class:`AgentHost` on the first call: a
-    session that never starts an agent never imports this module's machinery."""
+    """The session's subagents, made on the first need (from a tool's thread, hence the lock): a
+    session that never starts an agent never imports their machinery. Once closed, none starts."""
 
-    def __init__(self, host: Callable[[], AgentHost]) -> None:
-        self._host = host
+    def __init__(self, make: Callable[[], AgentHost]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._closed = False
+        self.made: AgentHost | None = None
+
+    def host(self) -> AgentHost:
+        with self._lock:
+            if self.made is None:
+                from .agents import AgentError
+
+                if self._closed:
+                    raise AgentError("the session is closing; no agent starts now")
+                self.made = self._make()
+            return self.made
+
+    def close_all(self) -> None:
+        """The session ends: every agent stops, and none starts from now on."""
+        with self._lock:
+            self._closed = True
+            made = self.made
+        if made is not None:
+            made.close_all()
 
     def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
-        return self._host().run(task, cancel, call_id)
+        return self.host().run(task, cancel, call_id)
 
     def start(self, task: AgentTask, call_id: str = "") -> str:
-        return self._host().start(task, call_id)
+        return self.host().start(task, call_id)
 
     def wait(self, ids: list[str], timeout_s: float, cancel: CancelToken) -> dict[str, AgentReport | None]:
-        return self._host().wait(ids, timeout_s, cancel)
+        return self.host().wait(ids, timeout_s, cancel)
 
     def send(self, agent_id: str, text: str) -> str | None:
-        return self._host().send(agent_id, text)
+        return self.host().send(agent_id, text)
 
     def close(self, agent_id: str) -> str | None:
-        return self._host().close(agent_id)
+        return self.host().close(agent_id)
