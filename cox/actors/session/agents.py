@@ -124,6 +124,11 @@ class Child:
         """This turn's Interrupt was sent (a new turn, through ``send``, clears it)."""
 
     def interrupt(self) -> None:
+        """Once per turn: the parent's scope (its call's cancel) and the parent's Interrupt
+        both reach here, and a second pass over hundreds of children is only more contention."""
+        if self.interrupt_sent:
+            return
+        self.interrupt_sent = True
         self.holder.cancel()
         ref = self.ref
         if ref is not None:

@@ -409,7 +409,8 @@ class TurnMachine:
                     message["content"].append({"type": "text", "text": context})
             self.hook_context = None
             self._add(message)
-            self._fx.append(fx.Store(sm.Title(self.s.session_id, prompt)))
+            if turn.turn == 1:  # the session's title is its first prompt; later turns keep it
+                self._fx.append(fx.Store(sm.Title(self.s.session_id, prompt)))
             self._sample(turn)
             # After the request has left: the checkpoint marker is not on the path to the first token.
             self._fx.append(fx.Mark(turn.turn, prompt))

@@ -43,9 +43,12 @@ class Recorder:
         self.sinks = sinks
         self.turns = turns
         self.durable = durable
-        """fsync and update the index row at each turn's end, and check the writes before the
-        turn_done line too (a subagent's session does none of it: one check after its turn_done
-        line, and its row updated when it closes — hundreds of them may end at once)."""
+        """fsync and update the index row at each turn's end, and check the writes before and
+        after the turn_done line. A subagent's session does none of it: hundreds of them may end
+        at once (an interrupt), and each waiting for the one store writer put the whole tree's
+        ends behind that queue. Its writes are still in order (one writer); a failed one reaches
+        it as ``StorageFailed`` (an error event, relayed to the parent), its row is updated when
+        it closes, and the parent's own turn-end check covers the disk the tree shares."""
         self.carry = Carry()
         self.output_carry: dict[str, Carry] = {}
         self.storage_episode = 0
@@ -110,9 +113,8 @@ class Recorder:
                     event = m.TurnDone(turn=event.turn, stop=StopReason.ERROR, reason=failure)
                     line = m.encode(event)
             store.tell(sm.Append(self.session_id, line))
-            if event.type == "turn_done":
-                failure = self._sync(store, durable=self.durable,
-                                     meta={"turns": self.turns()} if self.durable else None)
+            if event.type == "turn_done" and self.durable:
+                failure = self._sync(store, durable=True, meta={"turns": self.turns()})
                 if failure is not None and event.stop is not StopReason.ERROR:
                     # The turn_done line itself was not written: the surfaces still hear the
                     # error, and the rollout (whole lines only) ends before this turn's end.
