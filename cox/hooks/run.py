@@ -1,5 +1,9 @@
-"""Run one command hook: ``bash -c COMMAND`` with the event as JSON on stdin, under the sandbox a
+"""Run one command hook: ``sh -c COMMAND`` with the event as JSON on stdin, under the sandbox a
 bash call gets (unless the user config turned that off), with a timeout.
+
+``sh``, not ``bash``: Claude Code runs a hook's command through ``sh -c`` on Linux and macOS, so a
+hook written for it means the same here (``dash`` on Debian rejects bash-only syntax there too),
+and ``sh`` starts in a fraction of bash's time — a hook runs on every matching tool call.
 
 Nothing a hook does can stall or sink the turn: its input is written and its output read on the
 calling thread through one selector, each stream kept only up to ``CAP`` bytes (a hook that
@@ -22,9 +26,10 @@ from cox.protocol.interfaces import CancelToken
 from cox.slim import dataclass
 
 CAP = 256 * 1024
+SHELL = "/bin/sh"
 
 Wrap = Callable[[list[str]], list[str]]
-"""Turns ``["bash", "-c", command]`` into what is really started (the bubblewrap line)."""
+"""Turns ``["sh", "-c", command]`` into what is really started (the bubblewrap line)."""
 
 
 @dataclass
@@ -87,13 +92,13 @@ def _kill(pid: int) -> None:
 def run_command(command: str, stdin: bytes, *, cwd: Path, env: Mapping[str, str], timeout_s: float,
                 wrap: Wrap | None = None, cancel: CancelToken | None = None) -> Outcome:
     """``cancel``: the turn's scope; an interrupt kills the hook at once (the session waits on it)."""
-    argv: Sequence[str] = ["bash", "-c", command]
+    argv: Sequence[str] = [SHELL, "-c", command]
     try:
         if wrap is not None:
             argv = wrap(list(argv))
         proc = subprocess.Popen(argv, cwd=str(cwd), env=dict(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
-    except Exception as exc:  # no bash, no sandbox, a cwd gone
+    except Exception as exc:  # no shell, no sandbox, a cwd gone
         return Outcome(None, error=f"could not start: {exc}")
     deadline = time.monotonic() + timeout_s
     interrupted: list[bool] = []

@@ -1,4 +1,4 @@
-"""The wrapper a hook's ``bash -c`` line runs in: the sandbox a bash call of the same session
+"""The wrapper a hook's ``sh -c`` line runs in: the sandbox a bash call of the same session
 gets (``cox.policy.sandbox``: workspace roots writable, ``.git`` metadata, ``.cox`` and
 ``COX_HOME`` read-only, masks, no capabilities, the session's network setting), computed once
 per session. Without a working sandbox a hook does not run (a warning says why), as a bash call
@@ -47,7 +47,11 @@ def hook_wrapper(mode: SandboxMode, roots: Sequence[Path], *, network: bool, cwd
         def refuse(argv: list[str]) -> list[str]:
             raise NoSandbox(sentence)
         return refuse
-    policy = harden(SandboxPolicy(mode, tuple(roots), network), cwd=cwd, home=home, cox_home=cox_home,
-                    read_deny=read_deny_patterns(()), visible=_visible(commands),
-                    path_env=login_environment()[0].get("PATH", ""))
-    return lambda argv: bwrap_argv(policy, argv, cwd=cwd)
+    base, visible, path_env = SandboxPolicy(mode, tuple(roots), network), _visible(commands), login_environment()[0].get("PATH", "")
+
+    def wrap(argv: list[str]) -> list[str]:
+        # Hardened at each use, as a bash call's is: a .git made since (git init) is protected too.
+        policy = harden(base, cwd=cwd, home=home, cox_home=cox_home, read_deny=read_deny_patterns(()),
+                        visible=visible, path_env=path_env)
+        return bwrap_argv(policy, argv, cwd=cwd)
+    return wrap

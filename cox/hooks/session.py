@@ -20,13 +20,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.slim import dataclass
 
 from .answer import interpret, merge
 from .run import Outcome, Wrap, run_command
 from .spec import TOOL_EVENTS, HookSpec
+
+if TYPE_CHECKING:
+    from .zygote import HookSandbox
 
 CLAUDE_NAMES: dict[str, tuple[str, ...]] = {
     "bash": ("Bash",), "read": ("Read",), "write": ("Write",), "edit": ("Edit", "MultiEdit"),
@@ -56,6 +59,8 @@ class SessionHooks:
     permission_mode: str
     env: Mapping[str, str]
     wrap: Wrap | None = None
+    sandbox: HookSandbox | None = None
+    """The session's one hook sandbox (``zygote.py``), when hooks are sandboxed; else each runs alone."""
     stop_continues: int = field(default=0, init=False)
     # SubagentStop's "continue"s in a row, by agent id: each child's own guard (children share these hooks)
     agent_continues: dict[str, int] = field(default_factory=dict, init=False)
@@ -124,6 +129,10 @@ class SessionHooks:
 
         def one(spec: HookSpec) -> Outcome:
             timeout = min(spec.timeout_s, SESSION_END_S) if point == "SessionEnd" else spec.timeout_s
+            if self.sandbox is not None:
+                outcome = self.sandbox.run(spec.command, stdin, cwd=self.cwd, env=env, timeout_s=timeout, cancel=scope)
+                if outcome is not None:
+                    return outcome
             return run_command(spec.command, stdin, cwd=self.cwd, env=env, timeout_s=timeout, wrap=self.wrap,
                                cancel=scope)
 
@@ -131,6 +140,11 @@ class SessionHooks:
             return [one(chosen[0])]
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(chosen))) as pool:
             return list(pool.map(one, chosen))
+
+    def close(self) -> None:
+        """The session has run its last hook (SessionEnd): end its hook sandbox."""
+        if self.sandbox is not None:
+            self.sandbox.close()
 
     def _input(self, point: str, payload: dict[str, Any]) -> dict[str, Any]:
         data: dict[str, Any] = {"session_id": self.session_id, "transcript_path": self.transcript_path,
@@ -214,5 +228,8 @@ def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path:
                             network=settings.network, cwd=settings.cwd, home=settings.home, cox_home=Path(home),
                             commands=[s.command for s in loaded.specs])
     mode = getattr(settings.permission_mode, "value", str(settings.permission_mode))
+    from .zygote import HookSandbox, sandboxed
+
+    sandbox = HookSandbox(wrap, child_env) if wrap is not None and sandboxed(wrap) else None
     return SessionHooks(loaded.specs, settings.session_id, settings.cwd, str(transcript_path), mode,
-                        child_env, wrap), loaded.warnings
+                        child_env, wrap, sandbox), loaded.warnings
