@@ -398,7 +398,7 @@ def cmd_interactive(args: Any) -> int:
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
-                             worktree=prep.worktree)
+                             worktree=prep.worktree, skills=prep.skills)
         from cox.actors.provider.catalog import describe
 
         from .tui import app as tui

@@ -144,3 +144,37 @@ def test_ext_list_shows_each_skill_and_its_source(tmp_path: Path, cox_home: Path
     assert "  lint: Lints code  — project: " in part and "\x1b" not in out
     assert f"  manual (you only, as /manual): by hand; names tools Bash (granted nothing)  — project: {manual}" in part
     assert "outside the workspace" in part
+
+
+def test_a_skill_deny_rule_stops_the_call(tmp_path: Path) -> None:
+    """``Skill(name)`` rules (Claude Code's spelling) match the skill's name."""
+    from cox.config.claude import translate
+
+    assert translate("Skill(check)", "deny") == ("Skill(check)", "")  # a Claude settings rule is kept
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    home.mkdir()
+    make_skill(ws / ".claude" / "skills")
+    make_skill(ws / ".claude" / "skills", "other", "Another.", "OTHER-BODY")
+    tools = {**builtin_tools(), **skill_tools(load_skills(ws, home))}
+    replies = [{"tool_calls": [{"id": "s1", "name": "skill", "input": {"skill": "check"}}]},
+               {"tool_calls": [{"id": "s2", "name": "skill", "input": {"skill": "other"}}]}, {"text": "ok"}]
+    run = run_session(ws, home, replies, "go", tools=tools, deny=["Skill(check)"])
+    done = {e.call_id: e.result for e in run.of("tool_call_done")}
+    assert done["s1"].status.value == "denied" and done["s2"].status.value == "ok"
+    assert run.provider is not None and BODY not in json.dumps([sent(r) for r in run.provider.requests])
+
+
+def test_the_line_mode_surface_sends_a_named_skill_into_the_turn(tmp_path: Path) -> None:
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    make_skill(ws / ".cox" / "skills", "review", "Reviews a file.", "Review $ARGUMENTS line by line.")
+    script, dump = tmp_path / "script.json", tmp_path / "dump.json"
+    script.write_text(json.dumps({"model": "scripted", "replies": [{"text": "reviewed it"}]}))
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO), "COX_SCRIPTED_DUMP": str(dump)}
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "--script", str(script)], cwd=ws, env=env,
+                       input="/review lib.py\n/quit\n", capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "reviewed it" in p.stdout
+    said = json.loads(dump.read_text())[0]["messages"][0]["content"][0]["text"]
+    assert said.startswith("/review lib.py\n\n") and "Review lib.py line by line." in said
