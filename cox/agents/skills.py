@@ -62,6 +62,9 @@ LISTING_LIMIT = 16 * 1024
 """Characters of the whole list; the skills past it are not listed (``cox ext list`` names them)."""
 MAX_SKILLS = 200
 """Skill folders read per skills folder."""
+HEAD_LIMIT = 64 * 1024
+"""Bytes of a SKILL.md read when the session starts (its front matter is in them): a repository
+of many large skill files must not slow every start."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
@@ -147,8 +150,9 @@ def load_skills(cwd: Path, home: Path, *, cox_home: Path | None = None, env: Map
 
 
 def listing(skills: list[Skill], limit: int = LISTING_LIMIT) -> str:
-    """The skills' names and descriptions, one line each, sorted by name, at most ``limit``
-    characters; byte-stable for a given set of skills."""
+    """The skills' names and descriptions, one line each, sorted by name, at most about ``limit``
+    characters (the skills past it are named on one last line while room lasts); byte-stable for
+    a given set of skills."""
     lines: list[str] = []
     size = 0
     ordered = sorted(skills, key=lambda s: s.name)
@@ -156,8 +160,15 @@ def listing(skills: list[Skill], limit: int = LISTING_LIMIT) -> str:
         line = f"- {s.name}: {s.description}"
         if size + len(line) + 1 > limit:
             left = ordered[i:]
-            lines.append(f"- ({len(left)} more not listed, to keep this list short: "
-                         + ", ".join(x.name for x in left)[: max(0, limit // 8)] + ")")
+            names: list[str] = []
+            room = limit // 8
+            for x in left:
+                room -= len(x.name) + 2
+                if room < 0:
+                    break
+                names.append(x.name)
+            more = ", ".join(names) + (", …" if len(names) < len(left) else "")
+            lines.append(f"- ({len(left)} more, not described to keep this list short: {more})")
             break
         lines.append(line)
         size += len(line) + 1
@@ -271,7 +282,7 @@ def _skill_files(folder: Path, root: Path | None, warnings: list[str]) -> list[P
 
 def _parse(path: Path, root: Path | None, warnings: list[str]) -> Skill | None:
     try:
-        data = _read_confined(path, root)
+        data = _read_confined(path, root, head=HEAD_LIMIT)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -353,10 +364,10 @@ def _text(data: bytes) -> tuple[str | None, str]:
         return None, f"is not UTF-8 text (line {line})"
 
 
-def _read_confined(path: Path, root: Path | None) -> bytes:
-    """The bytes of a regular file under :data:`FILE_LIMIT`. With ``root``, the file actually
-    opened must lie inside it (checked on the open descriptor: a symlink swapped in after
-    discovery is refused too)."""
+def _read_confined(path: Path, root: Path | None, head: int | None = None) -> bytes:
+    """The bytes of a regular file under :data:`FILE_LIMIT` (only its first ``head`` bytes, cut
+    at a line's end, when given). With ``root``, the file actually opened must lie inside it
+    (checked on the open descriptor: a symlink swapped in after discovery is refused too)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if root is not None:
@@ -373,11 +384,17 @@ def _read_confined(path: Path, root: Path | None) -> bytes:
         if st.st_size > FILE_LIMIT:
             raise OSError(errno.EFBIG, f"is larger than {FILE_LIMIT // 1024} KiB")
         os.set_blocking(fd, True)
-        data = b""
-        while chunk := os.read(fd, 65536):
-            data += chunk
-            if len(data) > FILE_LIMIT:
-                raise OSError(errno.EFBIG, f"is larger than {FILE_LIMIT // 1024} KiB")
+        want = FILE_LIMIT + 1 if head is None else head
+        chunks: list[bytes] = []
+        size = 0
+        while size < want and (chunk := os.read(fd, min(65536, want - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+        if head is None and size > FILE_LIMIT:  # it grew while being read
+            raise OSError(errno.EFBIG, f"is larger than {FILE_LIMIT // 1024} KiB")
+        if head is not None and size >= head:
+            data = data[: data.rfind(b"\n") + 1]
         return data
     finally:
         os.close(fd)

@@ -128,7 +128,9 @@ def test_the_whole_list_is_capped(where: dict[str, Path]) -> None:
     found = load(where)
     text = listing(found.listed())
     assert len(text) <= LISTING_LIMIT + LISTING_LIMIT // 8 + 100
-    assert "more not listed" in text.splitlines()[-1]
+    last = text.splitlines()[-1]
+    assert "more, not described" in last and last.endswith(", …)")
+    assert text == listing(list(reversed(found.listed()))), "sorted whatever the order found"
 
 
 def test_no_skills_no_tool(where: dict[str, Path]) -> None:
@@ -296,3 +298,14 @@ def test_hooks_in_a_skill_are_ignored_with_a_warning(where: dict[str, Path]) -> 
     skill(where["project_claude"], "hooked", extra="hooks:\n  PreToolUse:\n    - matcher: Bash\n")
     found = load(where)
     assert "hooked" in found.by_name and any("cox ignores 'hooks'" in w for w in found.warnings)
+
+
+def test_large_files_only_their_head_at_start_and_a_capped_body(where: dict[str, Path]) -> None:
+    from cox.agents.skills import BODY_LIMIT
+
+    big = skill(where["project_claude"], "big", text="B" * 900_000)
+    huge = skill(where["project_claude"], "huge", text="H" * 1_100_000)
+    found = load(where)
+    assert "huge" not in found.by_name and any(str(huge) in w and "larger than" in w for w in found.warnings)
+    assert found.by_name["big"].path == big
+    assert body(found.by_name["big"]) == "B" * BODY_LIMIT
