@@ -913,7 +913,7 @@ class TUI:
             if turn is None:
                 self.model.add("notice", sanitize(why) if why else f"unknown command /{word}; /help lists them")
                 return
-            self.model.typed(turn, queued=self.model.status.turn_running)  # what the model gets, shown
+            self.model.typed(sanitize(turn), queued=self.model.status.turn_running)  # what the model gets
             self.handle.submit(m.UserTurn(text=turn))
             self.model.status.turn_running = True
 
