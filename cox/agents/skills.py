@@ -14,7 +14,14 @@ as for agent files (``defs.py``). A shadowed skill is a warning naming both file
 
 What the model sees, and when: only the names and descriptions, in the ``skill`` tool's
 description (:func:`listing`), computed once at session start. The body is read when the model
-calls the tool or the person names the skill (``/name args``), never before.
+calls the tool or the person names the skill (``/name args``), never before, and read again
+each time (an edited skill is used as it now is). ``$ARGUMENTS`` in a body becomes the
+arguments; without one they follow the body, as in Claude Code.
+
+Other fields read: ``disable-model-invocation: true`` (not listed, the tool refuses it; the person
+may still name it) and ``user-invocable: false`` (only the model loads it). ``hooks`` is ignored
+with a warning (it would run programs); the rest (``model``, ``context``, ``argument-hint`` …) is
+ignored silently: a skill runs in the conversation it was loaded into, on its model.
 
 A project's skill files are repository content, so hostile:
 
@@ -49,8 +56,8 @@ from cox.slim import dataclass
 
 from .frontmatter import Block, FrontMatterError, Value, split
 
-__all__ = ["DESCRIPTION_LIMIT", "LISTING_LIMIT", "Skill", "SkillError", "Skills", "load_skills", "listing",
-           "render", "user_named"]
+__all__ = ["DESCRIPTION_LIMIT", "LISTING_LIMIT", "Skill", "SkillError", "Skills", "body", "listing", "load_skills",
+           "render", "user_named", "valid_name"]
 
 FILE_LIMIT = 1024 * 1024
 """A SKILL.md larger than this is refused (no real one comes close)."""
