@@ -57,7 +57,7 @@ from cox.slim import dataclass
 from .frontmatter import Block, FrontMatterError, Value, split
 
 __all__ = ["DESCRIPTION_LIMIT", "LISTING_LIMIT", "Skill", "SkillError", "Skills", "body", "listing", "load_skills",
-           "render", "user_named", "valid_name"]
+           "render", "support_file", "user_named", "valid_name"]
 
 FILE_LIMIT = 1024 * 1024
 """A SKILL.md larger than this is refused (no real one comes close)."""
@@ -203,11 +203,37 @@ def body(skill: Skill) -> str:
     return sanitize(content)[:BODY_LIMIT]
 
 
+def support_file(skill: Skill, rel: str) -> tuple[Path, str]:
+    """(the path, the text) of a file in the skill's folder that its instructions mention. The
+    file actually opened must lie inside the folder (and a project skill's folder inside the
+    workspace): ``../``, an absolute path or a symlink out is refused. Raises :class:`SkillError`."""
+    if not rel.strip() or "\0" in rel or os.path.isabs(rel):
+        raise SkillError(f"skill {skill.name!r}: 'file' is a path relative to the skill's folder {skill.folder}")
+    folder = os.path.realpath(skill.folder)
+    if skill.root is not None and not _inside(folder, skill.root):
+        raise SkillError(f"skill {skill.name!r}: its folder now resolves to {folder}, outside the workspace")
+    path = skill.folder / rel
+    try:
+        data = _read_confined(path, Path(folder), where="the skill's folder")
+    except FileNotFoundError:
+        raise SkillError(f"skill {skill.name!r}: there is no file {rel!r} in {skill.folder}") from None
+    except OSError as exc:
+        raise SkillError(f"skill {skill.name!r}: {rel!r} cannot be read: it {exc.strerror or exc}") from None
+    text, why = _text(data)
+    if text is None:
+        raise SkillError(f"skill {skill.name!r}: {rel!r} {why}")
+    from cox.policy.sanitize import sanitize
+
+    return path, sanitize(text)
+
+
 def render(skill: Skill, instructions: str, args: str = "") -> str:
     """What the model reads when a skill is loaded: where it lives, what it may use, the
     instructions (``$ARGUMENTS`` replaced by ``args``; without one, ``args`` follow them)."""
+    how = "with `read`, or " if skill.project else ""
     head = [f"Skill {skill.name!r}, from {skill.path}. Its folder is {skill.folder}: the files these "
-            "instructions mention are there (paths are relative to it); read them with `read`."]
+            f"instructions mention are there (paths are relative to it); read one {how}with the `skill` tool "
+            f"({{\"skill\": \"{skill.name}\", \"file\": \"its path in the folder\"}})."]
     if skill.allowed_tools:
         head.append("While following it, use only these tools: " + ", ".join(skill.allowed_tools)
                     + ". (This grants nothing: every call is judged by the user's permission rules as usual.)")
@@ -371,7 +397,7 @@ def _text(data: bytes) -> tuple[str | None, str]:
         return None, f"is not UTF-8 text (line {line})"
 
 
-def _read_confined(path: Path, root: Path | None, head: int | None = None) -> bytes:
+def _read_confined(path: Path, root: Path | None, head: int | None = None, where: str = "the workspace") -> bytes:
     """The bytes of a regular file under :data:`FILE_LIMIT` (only its first ``head`` bytes, cut
     at a line's end, when given). With ``root``, the file actually opened must lie inside it
     (checked on the open descriptor: a symlink swapped in after discovery is refused too)."""
@@ -383,8 +409,8 @@ def _read_confined(path: Path, root: Path | None, head: int | None = None) -> by
             except OSError:
                 real = os.path.realpath(path)
             if not _inside(real, root):
-                raise OSError(errno.EACCES, f"resolves to {real}, outside the workspace (a repository's skill may "
-                                            "not point at other files)")
+                raise OSError(errno.EACCES, f"resolves to {real}, outside {where} (a skill may not point at other "
+                                            "files)")
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "is not a regular file")

@@ -137,7 +137,8 @@ def test_no_skills_no_tool(where: dict[str, Path]) -> None:
     assert skill_tools(load(where)) == {}
     skill(where["project_claude"], "only-mine", extra="disable-model-invocation: true\n")
     found = load(where)
-    assert skill_tools(found) == {}, "a skill only the person may start lists nothing to the model"
+    tool = skill_tools(found)["skill"]  # kept for the files of a skill the person starts
+    assert "only-mine" not in tool.description and "(none the model may load)" in tool.description
     assert user_named("/only-mine", found)[0] is not None
 
 
@@ -309,3 +310,55 @@ def test_large_files_only_their_head_at_start_and_a_capped_body(where: dict[str,
     assert "huge" not in found.by_name and any(str(huge) in w and "larger than" in w for w in found.warnings)
     assert found.by_name["big"].path == big
     assert body(found.by_name["big"]) == "B" * BODY_LIMIT
+
+
+def test_a_skills_other_files_through_the_tool_confined_to_its_folder(where: dict[str, Path],
+                                                                       tmp_path: Path) -> None:
+    path = skill(where["claude"], "ref", text="Read reference.md and docs/more.md.")  # the user's: read cannot reach it
+    (path.parent / "reference.md").write_text("REFERENCE")
+    (path.parent / "docs").mkdir()
+    (path.parent / "docs" / "more.md").write_text("MORE")
+    (tmp_path / "outside.md").write_text("OUTSIDE")
+    (path.parent / "link.md").symlink_to(tmp_path / "outside.md")
+    (where["ws"] / "ws-secret.md").write_text("OUTSIDE")
+    tool = SkillTool(load(where))
+    _, loaded = call(tool, where, skill="ref")
+    assert '{"skill": "ref", "file": ' in loaded and "with `read`" not in loaded
+    assert call(tool, where, skill="ref", file="reference.md") == (ToolStatus.OK, "REFERENCE")
+    assert call(tool, where, skill="ref", file="docs/more.md") == (ToolStatus.OK, "MORE")
+    for bad in ("../../../outside.md", str(tmp_path / "outside.md"), "link.md", "docs/../../ref/../../outside.md",
+                "../../../ws/ws-secret.md", "nope.md", "docs"):
+        status, text = call(tool, where, skill="ref", file=bad)
+        assert status is ToolStatus.ERROR and "OUTSIDE" not in text, (bad, text)
+
+
+def test_a_project_skills_files_stay_in_its_folder_and_the_workspace(where: dict[str, Path], tmp_path: Path) -> None:
+    path = skill(where["project_claude"], "p", text="See notes.md.")
+    (path.parent / "notes.md").write_text("NOTES")
+    (where["ws"] / "other.md").write_text("OTHER")
+    tool = SkillTool(load(where))
+    _, loaded = call(tool, where, skill="p")
+    assert "with `read`, or with the `skill` tool" in loaded
+    assert call(tool, where, skill="p", file="notes.md") == (ToolStatus.OK, "NOTES")
+    status, text = call(tool, where, skill="p", file="../../../other.md")
+    assert status is ToolStatus.ERROR and "OTHER" not in text and "outside the skill's folder" in text
+
+
+def test_a_read_deny_rule_covers_a_skills_files(where: dict[str, Path]) -> None:
+    from cox.policy.permission import Engine
+
+    path = skill(where["project_claude"], "p")
+    (path.parent / "key.pem").write_text("PEM")
+    engine = Engine.compile([], [], ["Read(**/*.pem)"], home=where["home"], roots=[where["ws"]])
+    env = env_for(where)
+    env.reads = engine.read_guard()
+    r = SkillTool(load(where)).call(ToolCall(id="t", name="skill", input={"skill": "p", "file": "key.pem"}), env)
+    assert r.status is ToolStatus.DENIED and "PEM" not in r.visible
+
+
+def test_a_skill_only_the_user_starts_still_gives_its_files(where: dict[str, Path]) -> None:
+    path = skill(where["claude"], "manual", extra="disable-model-invocation: true\n")
+    (path.parent / "steps.md").write_text("STEPS")
+    tool = SkillTool(load(where))
+    assert call(tool, where, skill="manual")[0] is ToolStatus.ERROR
+    assert call(tool, where, skill="manual", file="steps.md") == (ToolStatus.OK, "STEPS")

@@ -178,3 +178,17 @@ def test_the_line_mode_surface_sends_a_named_skill_into_the_turn(tmp_path: Path)
     assert "reviewed it" in p.stdout
     said = json.loads(dump.read_text())[0]["messages"][0]["content"][0]["text"]
     assert said.startswith("/review lib.py\n\n") and "Review lib.py line by line." in said
+
+
+def test_cox_run_a_users_skill_gives_the_files_its_body_names(tmp_path: Path) -> None:
+    """``read`` cannot reach ``~/.claude/skills`` (outside the workspace); the tool's ``file`` can."""
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    path = make_skill(tmp_path / "claude-home" / "skills", "ref", "Has a reference.", "Read reference.md first.")
+    (path.parent / "reference.md").write_text("REFERENCE-42")
+    replies = [{"tool_calls": [{"id": "s1", "name": "skill", "input": {"skill": "ref"}}]},
+               {"tool_calls": [{"id": "s2", "name": "skill", "input": {"skill": "ref", "file": "reference.md"}}]},
+               {"text": "done"}]
+    p, requests = _cox(ws, home, tmp_path, replies, "go")
+    assert p.returncode == 0, p.stderr
+    assert "REFERENCE-42" not in json.dumps(requests[1]) and "REFERENCE-42" in json.dumps(requests[2]["messages"])

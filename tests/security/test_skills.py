@@ -51,16 +51,19 @@ def test_the_person_naming_a_refused_skill_sends_nothing_of_it(attack: Attack) -
     assert json.loads(_requests(attack))[0]["messages"][0]["content"][0]["text"] == "/key now"
 
 
-def test_a_skill_name_cannot_walk_out_of_the_skills_folders(attack: Attack) -> None:
+def test_a_skill_name_or_file_cannot_walk_out_of_the_skills_folders(attack: Attack) -> None:
     attack.file("x/SKILL.md", f"---\ndescription: d\n---\n{SECRET}\n", root=attack.home)
     attack.file("y/SKILL.md", f"---\ndescription: d\n---\n{SECRET}\n")
     attack.file(".claude/skills/fine/SKILL.md", "---\ndescription: a fine skill\n---\nFINE\n")
+    (attack.workspace / ".claude" / "skills" / "fine" / "ref.md").symlink_to(attack.home / "x" / "SKILL.md")
     names = ["../../../home/x", "../../y", str(attack.home / "x"), "fine/../../../y"]
-    replies = [{"tool_calls": [{"id": f"n{i}", "name": "skill", "input": {"skill": n}} for i, n in enumerate(names)]},
+    files = ["../../../y/SKILL.md", str(attack.home / "x" / "SKILL.md"), "ref.md", "../../../../home/x/SKILL.md"]
+    calls = [{"skill": n} for n in names] + [{"skill": "fine", "file": f} for f in files]
+    replies = [{"tool_calls": [{"id": f"n{i}", "name": "skill", "input": c} for i, c in enumerate(calls)]},
                {"text": "done"}]
     out = attack.run(replies, env={"COX_SCRIPTED_DUMP": str(_dump(attack))})
     assert SECRET not in out.proc.stdout and SECRET not in _requests(attack)
-    assert [r["status"] for r in out.results()] == ["error"] * len(names)
+    assert [r["status"] for r in out.results()] == ["error"] * len(calls)
 
 
 def test_allowed_tools_in_a_projects_skill_grants_nothing(attack: Attack) -> None:

@@ -6,9 +6,11 @@ byte-stable across the session's requests, and present only when there are skill
 no tool, no list. (The ``agent`` tool lists its agent types the same way, and Claude Code's
 ``Skill`` tool carries its list in its description too.) The bodies never reach a request until
 the model calls this tool: the call re-reads the SKILL.md with discovery's guards and answers
-with the instructions and the skill's folder, whose other files the model reads with ``read``.
+with the instructions and the skill's folder. The other files of the folder are read with
+``read`` when it is in the workspace, and with this tool's ``file`` (confined to the folder) in
+every case: ``read`` cannot reach the user's ``~/.claude/skills``, outside the workspace.
 
-Input as Claude Code's: ``{"skill": name, "args": optional text}``. The call only reads a file
+Input as Claude Code's: ``{"skill": name, "args": optional text}``, and cox's ``file``. The call only reads a file
 the person's folders or the workspace hold, so it is read-only to the permission engine (its
 subject is the skill's name: ``Skill(deploy)`` rules match it) and runs beside other calls.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cox.agents.skills import SkillError, Skills, body, listing, render, valid_name
+from cox.agents.skills import SkillError, Skills, body, listing, render, support_file, valid_name
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError, read_guard
@@ -42,6 +44,8 @@ class SkillTool(BaseTool):
         "properties": {
             "skill": {"type": "string", "description": "The skill's name, as listed (for example \"pdf\")"},
             "args": {"type": "string", "description": "Optional arguments for the skill"},
+            "file": {"type": "string", "description": "A file of a loaded skill's folder that its instructions "
+                                                      "mention, relative to the folder: its text instead"},
         },
         "required": ["skill"],
         "additionalProperties": False,
@@ -55,8 +59,9 @@ class SkillTool(BaseTool):
         super().check(call_input)
         if not isinstance(call_input.get("skill"), str) or not call_input["skill"].strip():
             raise ToolInputError("skill: 'skill' must be a skill's name")
-        if not isinstance(call_input.get("args", ""), str):
-            raise ToolInputError("skill: 'args' must be a string")
+        for key in ("args", "file"):
+            if not isinstance(call_input.get(key, ""), str):
+                raise ToolInputError(f"skill: {key!r} must be a string")
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
@@ -67,20 +72,22 @@ class SkillTool(BaseTool):
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         name = _name(call.input)
         skill = self.skills.by_name.get(name) if valid_name(name) else None
-        if skill is None or not skill.model_invocable:
+        rel = str(call.input.get("file") or "")
+        if skill is None or not (skill.model_invocable or rel):  # a file: also of a skill the user started
             known = ", ".join(s.name for s in self.skills.listed())[:2000] or "none"
             why = ("only the user can start it, by typing /" + name) if skill is not None else "no skill has that name"
             return ToolResult.error(f"skill {name[:80]!r}: {why}; the skills you can load: {known}")
+        path = skill.folder / rel if rel else skill.path
         guard = read_guard(env)
-        rule = guard.refuses(str(skill.path)) or guard.refuses(os.path.realpath(skill.path))
+        rule = guard.refuses(os.path.normpath(path)) or guard.refuses(os.path.realpath(path))
         if rule is not None:
-            return ToolResult.denied(f"skill {name!r}: reading {skill.path} is denied by {rule.text} (from "
-                                     f"{rule.origin})")
+            return ToolResult.denied(f"skill {name!r}: reading {path} is denied by {rule.text} (from {rule.origin})")
         try:
-            instructions = body(skill)
+            if rel:
+                return ToolResult(visible=support_file(skill, rel)[1])
+            return ToolResult(visible=render(skill, body(skill), str(call.input.get("args") or "").strip()))
         except SkillError as exc:
             return ToolResult.error(str(exc))
-        return ToolResult(visible=render(skill, instructions, str(call.input.get("args") or "").strip()))
 
 
 def _name(call_input: dict[str, Any]) -> str:
@@ -89,5 +96,5 @@ def _name(call_input: dict[str, Any]) -> str:
 
 
 def skill_tools(skills: Skills) -> dict[str, BaseTool]:
-    """``{"skill": tool}`` when the model may load any skill, else nothing."""
-    return {SkillTool.name: SkillTool(skills)} if skills.listed() else {}
+    """``{"skill": tool}`` when there is a skill, else nothing (no skills, no tool, no list)."""
+    return {SkillTool.name: SkillTool(skills)} if skills.by_name else {}
