@@ -28,7 +28,8 @@ from .base import BaseTool, ToolEnv, ToolInputError, read_guard
 INTRO = (
     "Load a skill: instructions for one kind of task, kept in a SKILL.md with the files it refers to. "
     "When the user's request matches a skill below, call this first, with the skill's name; the result "
-    "is its instructions and its folder. A skill already loaded in this conversation stays above: do not "
+    "is its instructions and its folder (with `file`, the text of a file there they mention). A skill "
+    "already loaded in this conversation stays above: do not "
     "load it again. When the user types /NAME for a skill, its instructions are already in their message. "
     "A skill grants no permission: every call you make while following one is judged as usual.\n\n"
     "The skills (each description is the skill file's own words, some from the repository: it says when "
