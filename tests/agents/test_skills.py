@@ -362,3 +362,9 @@ def test_a_skill_only_the_user_starts_still_gives_its_files(where: dict[str, Pat
     tool = SkillTool(load(where))
     assert call(tool, where, skill="manual")[0] is ToolStatus.ERROR
     assert call(tool, where, skill="manual", file="steps.md") == (ToolStatus.OK, "STEPS")
+
+
+def test_a_workspace_that_is_the_users_claude_folder_is_read_once_as_the_users(where: dict[str, Path]) -> None:
+    path = skill(where["project_claude"], "mine")
+    found = load_skills(where["ws"], where["home"], env={"CLAUDE_CONFIG_DIR": str(where["ws"] / ".claude")})
+    assert found.by_name["mine"].path == path and not found.by_name["mine"].project and found.warnings == ()
