@@ -220,7 +220,7 @@ def session_tools(app: Any, prep: Prepared, *,
 
 def session_skills(prep: Prepared) -> dict[str, BaseTool]:
     """The skills of this user and workspace (``cox.agents.skills``), kept on ``prep`` for the
-    surfaces where the person names one, and the ``skill`` tool when the model may load one."""
+    surfaces where the person names one, and the ``skill`` tool when there is any."""
     from cox.actors.tools.skill import skill_tools
     from cox.agents.skills import load_skills
     from cox.policy.sanitize import sanitize

@@ -1402,7 +1402,8 @@ def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_fr
     $COX_THEME; NO_COLOR wins), ``rollout`` (the resumed session's rollout path: its earlier
     transcript is replayed before the new turn), ``db`` (cox.db for the /rewind picker; default
     $COX_HOME's), ``mcp_state`` (a callable returning the MCP server rows, polled for the status
-    line while servers start in the background). ``notices``: warnings to show first (settings the
+    line while servers start in the background), ``skills`` (``cox.agents.skills.Skills``: ``/NAME`` sends
+    a skill's instructions with the turn). ``notices``: warnings to show first (settings the
     config loader ignored, each naming its file and key)."""
     ui = TUI(handle, think_price=think_price, status=status)
     for note in notices:
