@@ -64,6 +64,7 @@ DESCRIPTION_LIMIT = 4000
 TOOL_KINDS: dict[str, str] = {
     "read": "read-only", "grep": "read-only", "glob": "read-only", "ls": "read-only",
     "todo_write": "read-only",  # it changes only the session's own todo list
+    "skill": "read-only",  # it reads a SKILL.md the person's folders or the workspace hold
     "list_mcp_resources": "read-only", "read_mcp_resource": "read-only",
     "bash": "per-call",  # the line's risk (cox.policy.bash); read-only lines run in a read-only sandbox
     "write": "writes", "edit": "writes", "apply_patch": "writes",
@@ -91,7 +92,7 @@ CLAUDE_TOOLS: dict[str, str] = {
     "read": "read", "write": "write", "edit": "edit", "multiedit": "edit", "bash": "bash",
     "grep": "grep", "glob": "glob", "ls": "ls", "webfetch": "web_fetch", "todowrite": "todo_write",
     "task": "agent", "agent": "agent", "listmcpresourcestool": "list_mcp_resources",
-    "readmcpresourcetool": "read_mcp_resource",
+    "readmcpresourcetool": "read_mcp_resource", "skill": "skill",
 }
 """Claude Code's tool names (case-insensitive) → cox's. Not mapped, so dropped with a warning:
 ``WebSearch``, ``NotebookEdit``, ``BashOutput``, ``KillShell`` and the rest (cox has no

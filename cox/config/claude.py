@@ -51,7 +51,7 @@ KINDS = ("allow", "ask", "deny")
 _PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob"})
 _AS_READ = frozenset({"LS", "NotebookRead"})  # Claude tools whose deny/ask cox applies to Read
 # Claude Code tools cox has no counterpart for: a rule on one of them cannot match a cox call.
-_ABSENT = frozenset({"TodoWrite", "TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashOutput", "Skill",
+_ABSENT = frozenset({"TodoWrite", "TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashOutput",
                      "SlashCommand", "LS", "NotebookRead", "EnterPlanMode", "AskUserQuestion", "LSP"})
 
 

@@ -27,6 +27,7 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "CloudAgent": frozenset({CLOUD_AGENT}),
     "Agent": frozenset({"agent"}),
     "Task": frozenset({"agent"}),
+    "Skill": frozenset({"skill"}),  # the subject is the skill's name: Skill(deploy)
     # MCP resources (Claude Code's names); the subject is ``<server>`` / ``<server> <uri>``.
     "ListMcpResourcesTool": frozenset({"list_mcp_resources"}),
     "ReadMcpResourceTool": frozenset({"read_mcp_resource"}),
@@ -44,7 +45,7 @@ for _rule, _tools in RULE_TOOLS.items():
 _GRANT = {"read": "Read", "grep": "Grep", "glob": "Glob", "edit": "Edit", "write": "Edit",
           "apply_patch": "Edit", "rename_symbol": "Edit", "diagnostics": "Read", "definition": "Read",
           "references": "Read", "bash": "Bash", "web_fetch": "WebFetch", "web_search": "WebSearch",
-          "agent": "Agent", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
+          "agent": "Agent", "skill": "Skill", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
 
 
 def is_mcp(tool: str) -> bool:

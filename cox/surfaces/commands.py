@@ -56,6 +56,8 @@ class Prepared:
     """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
     worktree: Any = None
     """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
+    skills: Any = None
+    """The session's ``cox.agents.skills.Skills`` once ``session_tools`` found them."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -166,6 +168,7 @@ def session_tools(app: Any, prep: Prepared, *,
     Returns ``(tools, deferred)``: MCP tools past ``mcp.max_loaded_tools`` are deferred, found
     and loaded through ``tool_search`` (``cox.actors.tools.deferral``)."""
     tools = _tools()
+    tools.update(session_skills(prep))
     if prep.settings.max_agent_depth > 0:  # the agent tools, with the types this folder has
         from cox.actors.tools.agent import agent_tools
         from cox.agents.defs import load_agents
@@ -213,6 +216,34 @@ def session_tools(app: Any, prep: Prepared, *,
     loaded, deferred = split_deferred({**tools, **resource_tools(manager), **manager.tools()},
                                       prep.config.mcp.max_loaded_tools)
     return loaded, {**deferred, **builtin_deferred}
+
+
+def session_skills(prep: Prepared) -> dict[str, BaseTool]:
+    """The skills of this user and workspace (``cox.agents.skills``), kept on ``prep`` for the
+    surfaces where the person names one, and the ``skill`` tool when there is any."""
+    from cox.actors.tools.skill import skill_tools
+    from cox.agents.skills import load_skills
+    from cox.policy.sanitize import sanitize
+
+    s = prep.settings
+    guard = prep.engine.read_guard() if hasattr(prep.engine, "read_guard") else None
+    prep.skills = load_skills(prep.cwd, s.home, cox_home=s.cox_home or prep.home, reads=guard)
+    for warning in prep.skills.warnings:  # as the agents': on stderr, and among the TUI's first notices
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+    prep.config.warnings.extend(prep.skills.warnings)
+    return skill_tools(prep.skills)
+
+
+def named_skill(prompt: str | None, prep: Prepared) -> str | None:
+    """``-p "/name args"`` for a skill: the prompt with its instructions loaded into the turn."""
+    from cox.agents.skills import user_named
+
+    if prompt is None:
+        return None
+    text, why = user_named(prompt, prep.skills)
+    if why is not None:
+        raise Refused(f"{why}; the prompt was not sent", EXIT_USAGE)
+    return text if text is not None else prompt
 
 
 def session_hooks(prep: Prepared) -> Any:
@@ -288,6 +319,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         app = apps[0]
         store_ready(app)
         tools, deferred = session_tools(app, prep)
+        prompt = named_skill(prompt, prep)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
                                   hooks=session_hooks(prep), deferred=deferred)
     except Refused as exc:
@@ -366,7 +398,7 @@ def cmd_interactive(args: Any) -> int:
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
-                             worktree=prep.worktree)
+                             worktree=prep.worktree, skills=prep.skills)
         from cox.actors.provider.catalog import describe
 
         from .tui import app as tui
@@ -377,6 +409,7 @@ def cmd_interactive(args: Any) -> int:
                        notices=prep.config.warnings,
                        status={"model": asked, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
+                               **({"skills": prep.skills} if prep.skills is not None else {}),
                                "context_window": describe(asked, s.model_overrides).context_window,
                                "tier": "think" if s.preset == "architect" else "code",
                                **({"worktree": prep.worktree} if prep.worktree is not None else {}),

@@ -1,6 +1,6 @@
 """``cox ext list``: everything that extends cox in this workspace, each with its source — the
 hooks (and a repository's waiting for trust), the instruction files sent to the model, the MCP
-servers, the agent types (built-in and from agent files, with what was skipped), and the slash commands — so a person can see at once what runs and what reaches the
+servers, the agent types (built-in and from agent files, with what was skipped), the skills, and the slash commands — so a person can see at once what runs and what reaches the
 model before they start a session. Each part comes from the module that decides it (no second
 reading of any file); everything shown is made safe for the terminal.
 """
@@ -81,5 +81,25 @@ def run(args: argparse.Namespace) -> int:
               f"  — {show_text(defn.source)}")
     for warning in agents.warnings:
         print(f"  ({show_text(warning)})")
+    _print_skills(cwd, home)
     print("commands (built in): " + " ".join(f"/{c}" for c in COMMANDS))
     return 0
+
+
+def _print_skills(cwd: Path, home: Path) -> None:
+    """The skills (``cox.agents.skills``): each with who may start it, the tools it names, its
+    source, and what was skipped and why."""
+    from cox.agents.skills import load_skills
+
+    skills = load_skills(cwd, Path.home(), cox_home=home)
+    print("skills (names and descriptions sent to the model; a body only when loaded):")
+    for name, skill in sorted(skills.by_name.items()):
+        who = {(True, True): "", (False, True): f" (you only, as /{name})", (True, False): " (the model only)",
+               (False, False): " (neither you nor the model can start it)"}[(skill.model_invocable, skill.user_invocable)]
+        tools = f"; names tools {', '.join(skill.allowed_tools)} (granted nothing)" if skill.allowed_tools else ""
+        print(f"  {show_text(name)}{who}: {show_text(skill.description[:120])}{show_text(tools)}"
+              f"  — {show_text(skill.source)}")
+    for warning in skills.warnings:
+        print(f"  ({show_text(warning)})")
+    if not skills.by_name and not skills.warnings:
+        print("  none")

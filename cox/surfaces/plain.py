@@ -211,8 +211,9 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, think_price: str = "",
-             children: ChildLines | None = None) -> bool | None:
-    """Run a slash command. False to quit, True when handled, None when not a command."""
+             children: ChildLines | None = None, skills: Any = None) -> bool | str | None:
+    """Run a slash command. False to quit, True when handled, None when not a command, and for
+    ``/NAME`` of a skill the turn's text, its instructions loaded (``cox.agents.skills``)."""
     if not line.startswith("/"):
         return None
     word, _, rest = line[1:].partition(" ")
@@ -248,7 +249,12 @@ def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, th
     elif word == "agents":
         out.write(children.listing() if children is not None else "  no subagents run yet\n")
     else:
-        out.write(f"  unknown command /{word}; /help lists them\n")
+        from cox.agents.skills import user_named
+
+        turn, why = user_named(line, skills)
+        if turn is not None:
+            return turn
+        out.write(f"  {sanitize(why)}\n" if why else f"  unknown command /{word}; /help lists them\n")
     return True
 
 
@@ -283,7 +289,7 @@ def _leave_worktree(wt: Any, ask: Any, out: IO[str]) -> None:
 
 def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = None,
         out: IO[str] | None = None, think_price: str = "", architect_from_config: bool = False,
-        worktree: Any = None) -> int:
+        worktree: Any = None, skills: Any = None) -> int:
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
@@ -360,13 +366,13 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     return 0
                 if not line.strip():
                     continue
-                handled = _command(line.strip(), handle, out, ask, think_price, children)
+                handled = _command(line.strip(), handle, out, ask, think_price, children, skills)
                 if handled is False:
                     if worktree is not None:
                         _leave_worktree(worktree, ask, out)
                     return 0
-                if handled is None:
-                    handle.submit(m.UserTurn(text=line))
+                if handled is None or isinstance(handled, str):
+                    handle.submit(m.UserTurn(text=line if handled is None else handled))
                     in_turn = True
                 continue
             if event.type == "session_started":

@@ -349,6 +349,7 @@ class TUI:
         self.model.status.cwd = str(st.get("cwd", ""))
         self.model.status.context_window = int(st.get("context_window", 0) or 0)
         self.model.status.tier = str(st.get("tier", "") or "")
+        self.skills = st.get("skills")  # cox.agents.skills.Skills: /NAME loads a skill into the turn
         self.theme = str(st.get("theme") or os.environ.get("COX_THEME") or "dark")
         self.rollout = str(st.get("rollout") or "")  # a resumed session's rollout: replayed on start
         self.db_path = str(st.get("db") or "")  # cox.db (default: $COX_HOME's); /rewind lists its checkpoints
@@ -906,7 +907,15 @@ class TUI:
             self.model.clear()
             self.rebuild_views()
         else:
-            self.model.add("notice", f"unknown command /{word}; /help lists them")
+            from cox.agents.skills import user_named
+
+            turn, why = user_named(line, self.skills)
+            if turn is None:
+                self.model.add("notice", sanitize(why) if why else f"unknown command /{word}; /help lists them")
+                return
+            self.model.typed(sanitize(turn), queued=self.model.status.turn_running)  # what the model gets
+            self.handle.submit(m.UserTurn(text=turn))
+            self.model.status.turn_running = True
 
     # ------------------------------------------------------------ completion
 
@@ -1393,7 +1402,8 @@ def run(handle: Any, *, resumed: Any = None, think_price: str = "", architect_fr
     $COX_THEME; NO_COLOR wins), ``rollout`` (the resumed session's rollout path: its earlier
     transcript is replayed before the new turn), ``db`` (cox.db for the /rewind picker; default
     $COX_HOME's), ``mcp_state`` (a callable returning the MCP server rows, polled for the status
-    line while servers start in the background). ``notices``: warnings to show first (settings the
+    line while servers start in the background), ``skills`` (``cox.agents.skills.Skills``: ``/NAME`` sends
+    a skill's instructions with the turn). ``notices``: warnings to show first (settings the
     config loader ignored, each naming its file and key)."""
     ui = TUI(handle, think_price=think_price, status=status)
     for note in notices:
