@@ -7,7 +7,7 @@ from cox.actors.tools.spelling import CLAUDE_NAME, COX_NAME, claude_name, cox_na
 
 
 def test_every_claude_name_is_a_cox_tool_and_back() -> None:
-    tools = set(builtin_tools()) | {"agent"}
+    tools = set(builtin_tools()) | {"agent", "skill"}  # the last two: when the session has agents, skills
     assert set(COX_NAME.values()) <= tools
     for cox, claude in CLAUDE_NAME.items():
         assert cox_name(claude) == cox

@@ -152,6 +152,7 @@ class SessionActor(CoxActor):
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
         self.lazy_agents.close_all()
+        getattr(self.hooks, "close", lambda: None)()  # its hook sandbox (a child's hooks are its parent's)
         self.checkpoints.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -180,6 +181,7 @@ class SessionActor(CoxActor):
         self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
             self.lazy_agents.close_all()
+            getattr(self.hooks, "close", lambda: None)()
             self.jobs.stop_all()
             self.tmp.remove()
         except Exception:
@@ -348,12 +350,10 @@ class SessionActor(CoxActor):
 
     def _make_agents(self) -> AgentHost:
         from .agents import AgentHost
-
         return AgentHost(self, self.lineage)
 
     def spawn_child(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
-        """A subagent's session, linked to this one like a turn's children (any thread)."""
-        return self._spawn(key, start)
+        return self._spawn(key, start)  # a subagent's session, linked like a turn's children (any thread)
 
     def _spawn(self, key: tuple[str, int, Any], start: Callable[[], pykka.ActorRef[Any]]) -> pykka.ActorRef[Any]:
         """Start a turn child linked to this session: its exit, however it happens, comes back
