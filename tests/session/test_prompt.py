@@ -81,6 +81,8 @@ TOPICS = {
     "protected paths": ".git/config, .git/hooks",
     "blocked is not a bug": "not a bug to work around",
     "no interactive commands": "Never start anything interactive",
+    "background commands": "Servers and watchers go in the background",
+    "hard-to-undo steps": "Ask before a step that is hard to undo",
     "never commit unasked": "Never commit unless the user asks you to",
     "never push, amend, reset unasked": "Never push, force-push, amend, rebase, reset --hard",
     "rewrite history": "rewrite history unless the user asks",

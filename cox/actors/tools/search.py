@@ -727,7 +727,7 @@ class GrepTool(BaseTool):
     name = "grep"
     description = (
         "Search file contents for a regular expression (ripgrep syntax: escape literal dots, braces and "
-        "parentheses) in the workspace, or in the file or folder path names. Returns matching lines as "
+        "parentheses) under the working directory, or in the file or folder given as path. Returns matching lines as "
         "path:line:text, sorted by path then line (context lines as path-line-text; lines over 500 characters "
         "are clipped). Each line is matched on its own: a pattern cannot span lines. Skips what .gitignore "
         "hides, .git, binary files, files over 50 MB and files a Read deny rule covers (it says how many). "

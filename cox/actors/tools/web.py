@@ -113,8 +113,8 @@ class WebFetchTool(BaseTool):
         "types (plain text, JSON, XML, YAML …) come as they are, and anything else is refused. Redirects are "
         "followed on the same host only; a redirect to another host is reported, and you fetch that URL in a "
         "call of its own. Limits: 5 MiB and 20 s. A fetch sends the URL off this machine, so it may wait for "
-        "the user's approval, and it fails when the network is off; never put secrets or private code in a "
-        "URL. Use it for documentation and public pages, read for the workspace's files."
+        "the user's approval or be denied; never put secrets or private code in a URL. Use it for "
+        "documentation and public pages, read for the workspace's files."
     )
     input_schema = {
         "type": "object",
