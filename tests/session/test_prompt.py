@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from cox.actors.session import request
 from cox.actors.session.prompt import PROMPT_VERSION, SYSTEM_PROMPT
 from cox.actors.tools.registry import builtin_tools, deferred_builtin_tools
 from tests.harness import run_session
+from tests.provider.loopback import Loopback, Reply
 
 DATE = re.compile(r"\b(19|20)\d\d-\d\d-\d\d\b|\b(19|20)\d\d/\d\d/\d\d\b")
 
@@ -117,6 +121,27 @@ def test_first_request_with_every_core_tool_fits_the_ceiling(tmp_path):
     assert sent["system"][0]["text"] == SYSTEM_PROMPT  # the prompt is in what was measured
     assert sum(len(t["description"]) for t in sent["tools"]) > 8_000  # and the rewritten descriptions
     assert len(body) <= FIRST_REQUEST_CEILING, f"the first request is {len(body):,} bytes"
+
+
+def test_cox_run_sends_that_first_request(tmp_path, cox_home):
+    """End to end: the first request `cox run -p` sends carries prompt v2 and every core tool, and
+    what reached the (loopback) API stays under the ceiling, as the bench measures it."""
+    from bench.provider import anthropic_text
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with Loopback() as api:
+        api.add(Reply(anthropic_text(["ok"])))
+        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+        env.update({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url})
+        p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "Fix the failing test."],
+                           cwd=ws, env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        body = api.requests[0]["json"]
+    sent = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert body["system"][0]["text"] == SYSTEM_PROMPT
+    assert {t["name"] for t in body["tools"]} >= set(core_tools())
+    assert len(sent) <= FIRST_REQUEST_CEILING, f"cox run's first request is {len(sent):,} bytes"
 
 
 def _bare(schema: object, where: str) -> list[str]:
