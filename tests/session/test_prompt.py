@@ -29,7 +29,9 @@ def test_system_prompt_is_byte_stable_across_requests_and_a_date_change(tmp_path
     """Two requests of one session a day apart: system[1] is the same bytes, is cox's prompt,
     and no date is in it (the date went to the volatile block, which did change)."""
     days = iter([datetime.date(2031, 3, 9), datetime.date(2031, 3, 10), datetime.date(2031, 3, 11)])
-    monkeypatch.setattr(request, "datetime", types.SimpleNamespace(date=types.SimpleNamespace(today=lambda: next(days))))
+    fake = types.SimpleNamespace(**{k: getattr(datetime, k) for k in dir(datetime) if not k.startswith("__")})
+    fake.date = types.SimpleNamespace(today=lambda: next(days))  # the rest of datetime as it is
+    monkeypatch.setattr(request, "datetime", fake)
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("hello\n")
