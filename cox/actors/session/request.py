@@ -21,18 +21,7 @@ from typing import Any
 from cox.protocol.model import ModelRequest, ToolSpec
 
 from .history import normalize
-
-PROMPT_VERSION = "cox-system-prompt v1"
-
-SYSTEM_PROMPT = f"""You are cox, a coding agent working in the user's workspace through tools.
-({PROMPT_VERSION})
-
-- Read before you change: use `read` to look at files and `bash` for commands.
-- Make the change the user asked for and nothing more; keep edits small and reviewable.
-- A call may be denied by the user's permission rules; read the reason and choose another way.
-- Big outputs are archived: a line like `[… 84 KiB archived; expand #ID lines a–b]` stands for
-  lines you can read again with a narrower command.
-- Finish with a short answer that says what you did and what you found."""
+from .prompt import PROMPT_VERSION, SYSTEM_PROMPT  # noqa: F401 - both are request.py names too
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 

@@ -35,14 +35,16 @@ class AgentTool(BaseTool):
     input_schema = {
         "type": "object",
         "properties": {
-            "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
-            "prompt": {"type": "string", "description": "The task for the agent to perform, with everything it "
-                                                        "needs to know: it sees nothing of this conversation"},
-            "subagent_type": {"type": "string", "description": "The type of agent (default general-purpose)"},
+            "description": {"type": "string", "description": "the task in 3-5 words (shown in the agent list)"},
+            "prompt": {"type": "string", "description": "the whole task, self-contained: the agent sees nothing of "
+                                                        "this conversation"},
+            "subagent_type": {"type": "string",
+                              "description": "one of the agent types listed above (default general-purpose)"},
             "run_in_background": {"type": "boolean",
-                                  "description": "Answer at once with the agent's id; agent_wait gets its report"},
+                                  "description": "return at once with the agent's id; agent_wait gets its report"},
             "isolation": {"type": "string", "enum": ["worktree"],
-                          "description": "worktree: the agent works in a git worktree of its own"},
+                          "description": "worktree: the agent works in a git worktree of its own (it asks the user "
+                                         "first; refused in plan mode)"},
             "model": {"type": "string", "description": "cheap, main, think, or a model id (default: its type's)"},
         },
         "required": ["description", "prompt"],
@@ -54,10 +56,15 @@ class AgentTool(BaseTool):
                           "explore": "reads the code and reports what it found (read-only)"}
         listed = "\n".join(f"- {name}: {what}" for name, what in sorted(kinds.items()))
         self.description = (
-            "Start a subagent on a task: a session of its own, with its own context and tools, whose final "
-            "report is this call's result (it sees nothing of this conversation, so give it everything it needs "
-            "in the prompt). Use it for a search that would fill your context, or for independent work; several "
-            "agent calls in one step run at the same time. The agent types:\n" + listed)
+            "Start a subagent on one task and return its final report. A subagent is a session of its own, "
+            "with its own context and tools, and only its report comes back, so your own context stays small. "
+            "It sees nothing of this conversation: the prompt must give the goal, what you already know, the "
+            "files involved, and what the report must contain. Use explore for broad searches and questions "
+            "that take many reads (it changes nothing); use general-purpose for a separable piece of work. Do "
+            "not start one for a single search or read you can make yourself. Several agent calls in one step "
+            "run at the same time. With run_in_background the call returns at once with the agent's id: go on "
+            "working, then collect the report with agent_wait; agent_send steers the agent and agent_close "
+            "stops it. A subagent cannot start agents of its own. The agent types:\n" + listed)
 
     def check(self, call_input: dict[str, Any]) -> None:
         super().check(call_input)
@@ -101,14 +108,16 @@ class AgentTool(BaseTool):
 
 class AgentWaitTool(BaseTool):
     name = "agent_wait"
-    description = ("Wait for background agents to finish (at most timeout seconds, default 300) and get the "
-                   "report of each one that did; the others are still running.")
+    description = ("Wait for background agents (by the ids agent returned) and return the report of each one "
+                   "that finished within timeout seconds (default 300); the others are listed as still running, "
+                   "and you can wait for them again. Do your own work first, then wait.")
     parallel = True
     required = ("ids",)
     input_schema = {
         "type": "object",
-        "properties": {"ids": {"type": "array", "items": {"type": "string"}},
-                       "timeout": {"type": "number", "description": "seconds (default 300)"}},
+        "properties": {"ids": {"type": "array", "items": {"type": "string"},
+                               "description": "the ids of the background agents to wait for"},
+                       "timeout": {"type": "number", "description": "seconds to wait at most (default 300)"}},
         "required": ["ids"],
         "additionalProperties": False,
     }
@@ -139,13 +148,15 @@ class AgentWaitTool(BaseTool):
 
 class AgentSendTool(BaseTool):
     name = "agent_send"
-    description = ("Send a message to a background agent: it sees it at its next step (or starts a new turn "
-                   "with it when it had finished; agent_wait gets the new report).")
+    description = ("Send a message to a background agent by its id: it reads it at its next step, or, if it had "
+                   "finished, starts a new turn with it (agent_wait then gets the new report). Use it to correct "
+                   "course or add what the agent needs to know.")
     parallel = True
     required = ("id", "text")
     input_schema = {
         "type": "object",
-        "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
+        "properties": {"id": {"type": "string", "description": "the agent's id"},
+                       "text": {"type": "string", "description": "the message"}},
         "required": ["id", "text"],
         "additionalProperties": False,
     }
@@ -160,12 +171,13 @@ class AgentSendTool(BaseTool):
 
 class AgentCloseTool(BaseTool):
     name = "agent_close"
-    description = "Stop a background agent (its work so far stays; its report says it was closed)."
+    description = ("Stop a background agent by its id, when its work is no longer needed. What it did so far stays "
+                   "(files it changed are not put back), and its report says it was closed.")
     parallel = True
     required = ("id",)
     input_schema = {
         "type": "object",
-        "properties": {"id": {"type": "string"}},
+        "properties": {"id": {"type": "string", "description": "the agent's id"}},
         "required": ["id"],
         "additionalProperties": False,
     }

@@ -32,9 +32,11 @@ VISIBLE_DIFF_LINES = 120
 META_DIFF_CHARS = 64 * 1024
 
 DESCRIPTION = """\
-Edit files with a patch. Use it for changes to existing files, adds, deletes and renames, \
-several files at once. The patch is checked whole first: if any hunk does not fit, no file is \
-changed. Format:
+Change files with a patch in the format below: edits to existing files, new files, deletions \
+and renames, across several files in one call. Prefer it to write for existing files, and to \
+several edit calls for many changes; a single small change is simpler with edit. The whole \
+patch is checked before anything is written: if one hunk does not fit, no file changes, and the \
+error names the file, the hunk and what the file holds there. Format:
 
 *** Begin Patch
 *** Add File: path/new.py
@@ -51,9 +53,11 @@ changed. Format:
 *** End of File                     (optional: the hunk ends at the end of the file)
 *** End Patch
 
-Paths are relative to the working directory. No line numbers: hunks are found by their \
-context and removed lines, which must match the file (whitespace and typographic quote drift \
-are tolerated). Hunks of one file must be in file order."""
+Paths are relative to the working directory, inside the workspace (not under .git/ or .cox/). \
+There are no line numbers: a hunk is found by its context and removed lines, copied from the \
+file as it is now (small whitespace and typographic-quote differences are forgiven). Hunks of \
+one file go in file order. Returns the changed files (A added, M updated or moved, D deleted) \
+and a short diff."""
 
 
 def resolver(env: ToolEnv, workdir: str | None = None) -> Resolve:
@@ -90,7 +94,8 @@ class ApplyPatchTool(BaseTool):
     description = DESCRIPTION
     input_schema = {
         "type": "object",
-        "properties": {"patch": {"type": "string", "description": "the whole patch, '*** Begin Patch' … '*** End Patch'"}},
+        "properties": {"patch": {"type": "string", "description": "the whole patch text, from '*** Begin Patch' to "
+                                                             "'*** End Patch'"}},
         "required": ["patch"],
     }
     parallel = False

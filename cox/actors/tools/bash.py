@@ -161,17 +161,32 @@ def reap(processes: list[subprocess.Popen[bytes]]) -> None:
 class BashTool(BaseTool):
     name = "bash"
     description = (
-        "Run a shell command line with bash in the workspace, inside the session's sandbox. Returns stdout, "
-        "stderr and the exit code. timeout is in seconds (default 120, at most 600). Set run_in_background "
-        "for servers and watchers: the call returns at once with the job's log file."
+        "Run one command line with bash -c in the working directory. Returns what it printed (stdout, then "
+        "stderr after a [stderr] line) and [exit code N]; a big output is cut to its head and tail, and the "
+        "whole is archived (expand #ID). Each call is a fresh shell: cd and variables do not carry over, so "
+        "join steps with && in one line. There is no terminal and no stdin: interactive programs (editors, "
+        "pagers, prompts, git rebase -i) hang or fail, so pass non-interactive flags (--yes, --no-pager). "
+        "timeout is in seconds (default 120, at most 600 unless the user allows more); at the timeout the "
+        "command and everything it started are killed. Whatever the line leaves running is killed when the "
+        "call returns: for servers and watchers set run_in_background, and the call returns at once with the "
+        "job's id and its log file (read it with tail); the job is stopped when the session ends. The command "
+        "runs in a sandbox: writes outside the workspace roots fail, a command rated read-only can write "
+        "nowhere, the network is off unless the session allows it, .git/config, .git/hooks and .cox/ are "
+        "read-only, and secret files and secret-looking environment variables are hidden. A blocked command "
+        "is the sandbox at work, not a problem to get around. Use grep, glob, read and ls rather than grep, "
+        "rg, find, cat or ls here, and edit or apply_patch rather than sed -i or echo > file. Read-only lines "
+        "run in parallel with other reads; any other line runs alone."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "command": {"type": "string"},
-            "timeout": {"type": "number", "minimum": 1},
-            "description": {"type": "string"},
-            "run_in_background": {"type": "boolean"},
+            "command": {"type": "string", "description": "the command line, run by bash -c in the working directory"},
+            "timeout": {"type": "number", "minimum": 1,
+                        "description": "seconds before the command is killed (default 120, at most 600)"},
+            "description": {"type": "string", "description": "what the command does, in a few words"},
+            "run_in_background": {"type": "boolean",
+                                  "description": "start it as a background job and return at once with its log "
+                                                 "file (servers, watchers, long builds)"},
         },
         "required": ["command"],
         "additionalProperties": False,

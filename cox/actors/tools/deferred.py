@@ -68,15 +68,17 @@ def activated(result: ToolResult) -> list[str]:
 class ToolSearchTool(BaseTool):
     name = "tool_search"
     description = (
-        "Find and enable more tools. Some tools are not loaded until needed; search them by what you want to "
-        "do (e.g. 'find references', 'github issues'), or write select:name1,name2 to enable tools by exact "
-        "name. Found tools can be called from your next step."
+        "Find and enable tools that are not loaded yet (such as code navigation, most MCP servers' tools, "
+        "agent work graphs). Search by what you want to do ('find references', 'github issues'), or write "
+        "select:name1,name2 to enable tools by their exact names. Returns each tool found with its "
+        "description; the ones found are enabled and can be called from your next step."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "query": {"type": "string"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
+            "query": {"type": "string", "description": "what you want to do, in a few words, or select:name1,name2"},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 20,
+                            "description": "how many tools to return at most (default 5)"},
         },
         "required": ["query"],
         "additionalProperties": False,

@@ -191,17 +191,25 @@ def atomic_write(path: Path, data: bytes) -> None:
 class EditTool(PathTool):
     name = "edit"
     description = (
-        "Replace an exact string in an existing file. old_string must match the file exactly (whitespace "
-        "included, without read's line-number prefixes) and only once, unless replace_all is set; add "
-        "surrounding lines to make it unique. Returns the diff. Use write to create a file."
+        "Replace one exact piece of text in an existing file and return the diff. old_string must appear in "
+        "the file exactly as given (whitespace and indentation included, without the line-number prefixes "
+        "read shows) and exactly once: add a few surrounding lines to make it unique, or set replace_all to "
+        "change every occurrence (a rename, say). If it is not found, the answer shows the nearest lines; if "
+        "it occurs more than once, it lists the line numbers; either way nothing changed. Read the file "
+        "first. Line endings and the file's encoding are kept. For many changes in one file, or changes to "
+        "several files, apply_patch does them in one call; to create a file, use write. Use this rather than "
+        "sed -i or a heredoc in bash."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string"},
-            "old_string": {"type": "string", "description": "the exact text to replace"},
-            "new_string": {"type": "string", "description": "the text to put instead"},
-            "replace_all": {"type": "boolean", "description": "replace every occurrence (default false)"},
+            "path": {"type": "string", "description": "the file to change (relative to the working directory, or "
+                                                      "absolute inside the workspace)"},
+            "old_string": {"type": "string",
+                           "description": "the exact text to replace; it must occur once unless replace_all is set"},
+            "new_string": {"type": "string", "description": "the text to put in its place (not equal to old_string)"},
+            "replace_all": {"type": "boolean",
+                            "description": "replace every occurrence instead of exactly one (default false)"},
         },
         "required": ["path", "old_string", "new_string"],
         "additionalProperties": False,

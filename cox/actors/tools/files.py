@@ -54,15 +54,22 @@ class PathTool(BaseTool):
 class ReadTool(PathTool):
     name = "read"
     description = (
-        "Read a text file in the workspace. Returns lines prefixed with their line numbers. "
-        "Use offset (1-based first line) and limit (number of lines) for big files."
+        "Read a file inside the workspace roots. Returns its lines numbered as `N<tab>text` (the numbers are "
+        "not part of the file: leave them out of edit's old_string). Shows the first 2000 lines unless you pass "
+        "offset (the first line, 1-based) and limit (how many lines); for a long file read the part you need, "
+        "and the answer says how many lines are left and which offset comes next. PNG, JPEG, GIF and WebP "
+        "files come back as images (up to 3.75 MB); other binary files and folders are refused (use ls for a "
+        "folder), and so are files a Read deny rule covers. Read a file before you edit it. Use this rather "
+        "than cat, head, tail or sed in bash. Reading an unchanged file again may answer `unchanged since #ID`: "
+        "the earlier result still holds."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "path": {"type": "string", "description": "file path, relative to the workspace or absolute"},
-            "offset": {"type": "integer", "minimum": 1},
-            "limit": {"type": "integer", "minimum": 1},
+            "path": {"type": "string",
+                     "description": "the file: relative to the working directory, or absolute inside the workspace"},
+            "offset": {"type": "integer", "minimum": 1, "description": "first line to show, 1-based (default 1)"},
+            "limit": {"type": "integer", "minimum": 1, "description": "how many lines to show (default 2000)"},
         },
         "required": ["path"],
         "additionalProperties": False,
@@ -105,10 +112,20 @@ class ReadTool(PathTool):
 
 class WriteTool(PathTool):
     name = "write"
-    description = "Write a file in the workspace (creating parent folders), replacing it whole if it exists."
+    description = (
+        "Create a file with content (UTF-8), or replace an existing file whole; parent folders are created. "
+        "Use it for new files. To change part of an existing file use edit or apply_patch instead: they keep "
+        "the rest of the file and show the diff. Read a file before you replace it. Only paths inside the "
+        "workspace roots; files under .git/, .cox/ and cox's home are refused. The file is replaced "
+        "atomically: after an error it is unchanged. Returns how many bytes were written."
+    )
     input_schema = {
         "type": "object",
-        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "properties": {
+            "path": {"type": "string",
+                     "description": "the file: relative to the working directory, or absolute inside the workspace"},
+            "content": {"type": "string", "description": "the whole new content of the file"},
+        },
         "required": ["path", "content"],
         "additionalProperties": False,
     }

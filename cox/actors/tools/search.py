@@ -726,24 +726,30 @@ def _int(call_input: dict[str, Any], key: str, default: int, lo: int, hi: int) -
 class GrepTool(BaseTool):
     name = "grep"
     description = (
-        "Search file contents with a regular expression (ripgrep syntax), one line at a time, in the "
-        "workspace or under path. Skips files .gitignore hides, binary files, .git and files a Read deny rule "
-        "covers (it says how many). Results are sorted "
-        "by path then line, as path:line:text (context lines as path-line-text). glob filters files "
-        "(*.py matches at any depth, src/**/*.ts from the search folder). files_with_matches lists only "
-        "the files. max_results (default 200) bounds matches (or files) shown."
+        "Search file contents for a regular expression (ripgrep syntax: escape literal dots, braces and "
+        "parentheses) under the working directory, or in the file or folder given as path. Returns matching lines as "
+        "path:line:text, sorted by path then line (context lines as path-line-text; lines over 500 characters "
+        "are clipped). Each line is matched on its own: a pattern cannot span lines. Skips what .gitignore "
+        "hides, .git, binary files, files over 50 MB and files a Read deny rule covers (it says how many). "
+        "glob narrows the files (*.py matches at any depth, src/**/*.ts is relative to the search folder, "
+        "!*.min.js leaves files out); files_with_matches lists only the files; context adds lines around each "
+        "match. At most max_results matches (default 200) are shown, and the answer says how many there were "
+        "in all. Use this rather than grep or rg in bash; use glob to find files by name."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string", "description": "regular expression"},
-            "path": {"type": "string", "description": "file or folder to search (default: the workspace)"},
+            "pattern": {"type": "string", "description": "regular expression (ripgrep syntax)"},
+            "path": {"type": "string", "description": "file or folder to search (default: the working directory)"},
             "glob": {"type": "string",
                      "description": "only files matching this glob, e.g. *.py or *.{ts,tsx}; !glob leaves them out"},
-            "case_insensitive": {"type": "boolean"},
-            "context": {"type": "integer", "minimum": 0, "maximum": 20, "description": "lines around each match"},
-            "files_with_matches": {"type": "boolean", "description": "list matching files only"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 5000},
+            "case_insensitive": {"type": "boolean", "description": "match letters in either case (default false)"},
+            "context": {"type": "integer", "minimum": 0, "maximum": 20,
+                        "description": "lines to show before and after each match (default 0)"},
+            "files_with_matches": {"type": "boolean",
+                                   "description": "list the matching files only, not their lines"},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 5000,
+                            "description": "how many matches (or files) to show at most (default 200)"},
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -836,15 +842,17 @@ def _split_glob(pattern: str) -> tuple[str, str]:
 class GlobTool(BaseTool):
     name = "glob"
     description = (
-        "Find files by name with a glob pattern such as **/*.py or src/**/test_*.{ts,tsx}: * and ? stay "
-        "within one folder, ** spans folders, a pattern without / matches only the top folder. Files "
-        ".gitignore hides and files a Read deny rule covers are left out. Returns paths sorted."
+        "Find files by name with a glob pattern and return their paths, sorted, one a line. * and ? match "
+        "within one folder name, ** spans any number of folders, {a,b} gives alternatives: **/*.py, "
+        "src/**/test_*.{ts,tsx}. A pattern without / matches only in the start folder itself (write **/name "
+        "to look below it). Files .gitignore hides and files a Read deny rule covers are left out. Use this "
+        "rather than find or ls -R in bash; use grep to search inside files."
     )
     input_schema = {
         "type": "object",
         "properties": {
-            "pattern": {"type": "string"},
-            "path": {"type": "string", "description": "folder the pattern starts from (default: the workspace)"},
+            "pattern": {"type": "string", "description": "glob pattern, e.g. **/*.py"},
+            "path": {"type": "string", "description": "folder the pattern starts from (default: the working directory)"},
         },
         "required": ["pattern"],
         "additionalProperties": False,
@@ -891,12 +899,13 @@ class GlobTool(BaseTool):
 class LsTool(BaseTool):
     name = "ls"
     description = (
-        "List one folder: entries sorted by name, folders end with /, symlinks with @. Entries .gitignore "
-        "hides or a Read deny rule covers are left out and counted."
+        "List one folder, not its subfolders: entries sorted by name, folders with a trailing /, symlinks "
+        "with @. Entries .gitignore hides or a Read deny rule covers are left out, and the answer says how "
+        "many. Use glob to find files at any depth and read for a file's content."
     )
     input_schema = {
         "type": "object",
-        "properties": {"path": {"type": "string", "description": "folder (default: the workspace)"}},
+        "properties": {"path": {"type": "string", "description": "folder to list (default: the working directory)"}},
         "additionalProperties": False,
     }
     parallel = True

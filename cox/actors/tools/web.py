@@ -108,13 +108,17 @@ def check_url(url: Any) -> str:
 class WebFetchTool(BaseTool):
     name = "web_fetch"
     description = (
-        "Fetch an http or https URL and return its content as text (HTML turned into readable text with "
-        "# headings, links as text (url) and - list items). Redirects are followed on the same host only; "
-        "a redirect elsewhere is reported so you can fetch it. Up to 5 MiB and 20 s."
+        "Fetch one http or https URL with GET and return its content as text: HTML becomes readable text "
+        "(# headings, links as text (url), - list items; scripts, styles and navigation dropped), other text "
+        "types (plain text, JSON, XML, YAML …) come as they are, and anything else is refused. Redirects are "
+        "followed on the same host only; a redirect to another host is reported, and you fetch that URL in a "
+        "call of its own. Limits: 5 MiB and 20 s. A fetch sends the URL off this machine, so it may wait for "
+        "the user's approval or be denied; never put secrets or private code in a URL. Use it for "
+        "documentation and public pages, read for the workspace's files."
     )
     input_schema = {
         "type": "object",
-        "properties": {"url": {"type": "string", "description": "http or https URL"}},
+        "properties": {"url": {"type": "string", "description": "the http or https URL to fetch"}},
         "required": ["url"],
         "additionalProperties": False,
     }
