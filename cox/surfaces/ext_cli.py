@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from cox.actors.mcp.config import load_servers
-    from cox.actors.session.request import instruction_files
+    from cox.actors.session.instructions import instruction_files
     from cox.actors.store.layout import cox_home
     from cox.config import ConfigError, load_config
     from cox.hooks.sources import load
@@ -53,10 +53,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  (not trusted, not run: {show_text(p.path)}; `cox hooks list` shows them, `cox hooks trust` accepts)")
     if not hooks.specs and not any(not p.trusted for p in hooks.project):
         print("  none")
-    print("instruction files (sent to the model):")
-    files = instruction_files(cwd)
-    for name, path, left_out in files:
-        print(f"  {name}: {show_text(str(path))}" + (f"  (left out: {show_text(left_out)})" if left_out else ""))
+    print("instruction files (sent to the model, in this order):")
+    files = instruction_files(cwd, home=Path.home(), cox_home=home)
+    for f in files:
+        indent = "  " * (f.depth + 1)
+        via = f"  (imported by {show_text(str(f.via))})" if f.via is not None and f.left_out is None else ""
+        why = f"  ({'skipped' if f.via is not None else 'left out'}: {show_text(f.left_out)})" if f.left_out else ""
+        print(f"{indent}{show_text(f.label)}: {show_text(str(f.path))}{via}{why}")
     if not files:
         print("  none")
     print("mcp servers:")
