@@ -288,6 +288,8 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         app = apps[0]
         store_ready(app)
         tools, deferred = session_tools(app, prep)
+        if prompt is not None and prompt.lstrip().startswith("/"):
+            prompt = command_turn(prompt, prep, tools)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
                                   hooks=session_hooks(prep), deferred=deferred)
     except Refused as exc:
@@ -300,6 +302,32 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
                         explain=lambda: home_problem(home, deep=True))
+
+
+def session_commands(prep: Prepared, tools: dict[str, BaseTool], ask: Any = None) -> Any:
+    """The session's custom commands, MCP prompts and ``/init`` (``cox.commands``); ``ask`` puts a
+    command's ``!`…``` line that needs approval to the person (None: it is refused)."""
+    from cox.commands.turns import open_commands
+
+    commands = open_commands(prep.cwd, prep.settings, prep.engine, tools, ask=ask, mcp=prep.mcp)
+    from cox.policy.sanitize import sanitize
+
+    for skipped in commands.catalog.skipped:  # as the config's: on stderr, and among the TUI's first notices
+        warning = f"command /{skipped.name} ({skipped.source}) skipped: {skipped.reason}"
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+        prep.config.warnings.append(warning)
+    return commands
+
+
+def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool]) -> str:
+    """``cox run -p "/name args"``: the command's expansion is the turn; a line that names no
+    command goes to the model as typed. A command that cannot be expanded refuses the run."""
+    from cox.commands.expand import CommandError
+
+    try:
+        return session_commands(prep, tools).turn(prompt) or prompt
+    except CommandError as exc:
+        raise Refused(f"the command was not sent: {exc}") from None
 
 
 def store_ready(app: Any) -> None:

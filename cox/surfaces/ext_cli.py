@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from cox.actors.mcp.launch import show_arg, show_text
+from cox.commands.files import BUILTIN as COMMANDS
 
-COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
-"""The TUI's slash commands (``cox.surfaces.tui.app.COMMANDS``, kept equal by a test; not
-imported, so that listing does not load the TUI)."""
+__all__ = ["COMMANDS", "add_parser", "run"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

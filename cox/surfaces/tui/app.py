@@ -25,6 +25,7 @@ from typing import Any
 
 import urwid
 
+from cox.commands.files import BUILTIN
 from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
@@ -39,7 +40,7 @@ FRAME_S = 1 / 30
 MODE_CYCLE = ["default", "acceptEdits", "plan"]
 MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermissions")
 
-COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
+COMMANDS = BUILTIN
 REWIND_WHAT = ("code", "conversation", "both")
 ESC_ESC_S = 0.8  # two Esc presses this close together on an empty composer open /rewind
 CTRL_C_S = 2.0  # a second Ctrl+C this soon after the first, on an empty composer, quits
@@ -50,7 +51,8 @@ HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /
         "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
         "PgUp/PgDn scroll · Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
-        "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /clear · /help · /quit")
+        "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /init (write AGENTS.md) · /clear · "
+        "/help · /quit")
 
 # (name, foreground, background, mono)
 PALETTE: list[tuple[str, str, str, str]] = [
