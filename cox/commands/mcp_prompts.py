@@ -18,7 +18,7 @@ from typing import Any
 from .expand import CommandError, words
 from .files import RESERVED, Catalog, Command
 
-__all__ = ["PromptGetter", "add_prompts", "prompt_commands"]
+__all__ = ["PromptGetter", "add_prompts", "fetch_prompts", "prompt_commands"]
 
 _NAMED = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)=(.*)$", re.DOTALL)
 
@@ -53,6 +53,27 @@ def add_prompts(catalog: Catalog, manager: Any, reserved: Iterable[str] = RESERV
             continue
         for command in prompt_commands(server, prompts):
             catalog.add(command, reserved)
+
+
+def fetch_prompts(spec: Any, *, startup_timeout_s: float = 30.0, cwd: Any = None, sandbox: Any = None) -> list[Any]:
+    """Start ``spec`` once, outside any session (``cox ext list``), and return its prompts; the
+    process is killed before this returns. A project server whose launch is not trusted is not
+    started (the connection refuses it, as ``fetch_tools`` does)."""
+    from cox.actors.mcp.server import Connection
+    from cox.actors.mcp.state import McpServerCrashed, ServerSettings
+
+    conn = Connection(spec, ServerSettings(startup_timeout_s=startup_timeout_s, cwd=cwd, sandbox=sandbox),
+                      lambda _error: None)
+    conn.start()
+    try:
+        try:
+            conn.ready.result(timeout=startup_timeout_s + 2.0)
+        except TimeoutError:
+            raise McpServerCrashed(f"mcp server '{spec.name}' did not start within {startup_timeout_s:g}s") from None
+        prompts: list[Any] = conn.list_prompts(timeout=startup_timeout_s)
+        return prompts
+    finally:
+        conn.close()
 
 
 class PromptGetter:

@@ -84,4 +84,39 @@ def run(args: argparse.Namespace) -> int:
     for warning in agents.warnings:
         print(f"  ({show_text(warning)})")
     print("commands (built in): " + " ".join(f"/{c}" for c in COMMANDS))
+    _custom_commands(cwd, home, config, servers)
     return 0
+
+
+def _custom_commands(cwd: Path, home: Path, config: Any, servers: dict[str, Any]) -> None:
+    """The command files (user's first: they win a name) and each MCP server's prompts; the
+    servers are started once to list them, as ``cox mcp list`` does (an untrusted project
+    server is not started)."""
+    from cox.commands.files import load_commands
+    from cox.commands.mcp_prompts import fetch_prompts, prompt_commands
+    from cox.surfaces.mcp_cli import session_sandbox
+
+    catalog = load_commands(cwd, home=Path.home(), cox_home=home)
+    failed: list[str] = []
+    for spec in servers.values():
+        try:
+            prompts = fetch_prompts(spec, startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd,
+                                    sandbox=session_sandbox(config, cwd))
+        except Exception as exc:  # noqa: BLE001 - one line per server that could not list
+            failed.append(f"mcp server {spec.name}: prompts not listed ({exc})")
+            continue
+        for command in prompt_commands(spec.name, prompts):
+            catalog.add(command)
+    print("commands (custom, and MCP prompts):")
+    for c in catalog.commands.values():
+        hint = f" {c.argument_hint}" if c.argument_hint else ""
+        what = f" — {c.description}" if c.description else ""
+        extra = (f"; allowed-tools: {', '.join(c.allowed_tools) or 'none'}" if c.allowed_tools is not None else "") + (
+            f"; model: {c.model}" if c.model else "")
+        print(f"  /{show_text(c.name)}{show_text(hint)}{show_text(what)}{show_text(extra)}  — {show_text(c.source)}")
+    for skipped in catalog.skipped:
+        print(f"  (skipped /{show_text(skipped.name)}: {show_text(skipped.reason)}  — {show_text(skipped.source)})")
+    for line in failed:
+        print(f"  ({show_text(line)})")
+    if not catalog.commands and not catalog.skipped and not failed:
+        print("  none")

@@ -120,3 +120,18 @@ def test_plan_mode_refuses_a_writing_line(rig: Rig) -> None:
     run = rig.run([{"text": "ok"}], "/status", mode="plan")
     assert not (rig.out / "marker").exists()
     assert "plan mode" in run.result["result"]
+
+
+def test_ext_list_shows_each_command_its_source_and_what_was_skipped(rig: Rig) -> None:
+    mine = command(rig.cox_home / "commands", "deploy", "---\ndescription: Ship it\nmodel: haiku\n---\nship")
+    theirs = command(rig.ws / ".claude" / "commands", "deploy", "the repository's deploy")
+    ns = command(rig.ws / ".cox" / "commands" / "git", "sync", "---\nargument-hint: [branch]\n"
+                                                             "allowed-tools: Bash(git fetch:*), Read\n---\nSync $1")
+    bad = command(rig.ws / ".cox" / "commands", "broken", "---\ndescription: 'never closed\n---\nx")
+    (rig.ws / ".cox" / "commands" / "out.md").symlink_to(rig.tmp / "dump.json")
+    out = rig.cox("ext", "list").stdout
+    assert f"/deploy — Ship it; model: haiku  — {mine}" in out
+    assert f"(skipped /deploy: /deploy is already {mine}'s  — {theirs})" in out
+    assert f"/git:sync [branch] — Sync $1; allowed-tools: Bash(git fetch:*), Read  — {ns}" in out
+    assert "(skipped /broken: its front matter is not valid" in out and str(bad) in out
+    assert "(skipped /out: it is a symlink to" in out
