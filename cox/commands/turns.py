@@ -38,7 +38,9 @@ class SessionCommands:
         if self.prompts is not None:
             from .mcp_prompts import add_prompts
 
-            add_prompts(self.catalog, self.prompts.manager, timeout=timeout)
+            grown = Catalog(dict(self.catalog.commands), list(self.catalog.skipped))
+            add_prompts(grown, self.prompts.manager, timeout=timeout)
+            self.catalog = grown  # swapped whole: a reader on another thread sees one or the other
 
     def get(self, name: str) -> Command | None:
         return self.catalog.commands.get(name)

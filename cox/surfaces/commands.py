@@ -392,9 +392,10 @@ def cmd_interactive(args: Any) -> int:
             return fail(_startup_failure(exc, prep))
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
+        commands = session_commands(prep, tools)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
-                             worktree=prep.worktree)
+                             worktree=prep.worktree, commands=commands)
         from cox.actors.provider.catalog import describe
 
         from .tui import app as tui
@@ -404,6 +405,7 @@ def cmd_interactive(args: Any) -> int:
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                        notices=prep.config.warnings,
                        status={"model": asked, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
+                               "commands": commands,
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
                                "context_window": describe(asked, s.model_overrides).context_window,
                                "tier": "think" if s.preset == "architect" else "code",

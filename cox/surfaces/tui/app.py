@@ -356,6 +356,9 @@ class TUI:
         self.db_path = str(st.get("db") or "")  # cox.db (default: $COX_HOME's); /rewind lists its checkpoints
         self.mcp_state = st.get("mcp_state")  # () -> MCP server rows; polled, servers start in the background
         self.worktree = st.get("worktree")  # the cox.worktrees.Worktree the session runs in: /quit offers to remove it
+        self.commands = st.get("commands")  # cox.commands.turns.SessionCommands: custom commands, MCP prompts, /init
+        if self.commands is not None and self.commands.run is not None:
+            self.commands.run.ask = self.ask_bang  # a command's !`…` line the engine asks about: the person says
         self.completions = ""  # what Tab found, shown in the hint line until the next key
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
@@ -498,6 +501,8 @@ class TUI:
         self.refresh_git()
         if callable(self.mcp_state):
             threading.Thread(target=self._watch_mcp, name="tui-mcp", daemon=True).start()
+        if self.commands is not None and self.commands.prompts is not None:  # /help and Tab list MCP prompts
+            threading.Thread(target=self.commands.load_prompts, name="tui-prompts", daemon=True).start()
 
     def _start_reader(self) -> None:
         self._reader = threading.Thread(target=self._read, name="tui-reader", daemon=True)
@@ -603,6 +608,10 @@ class TUI:
                     self.model.status.git = extra
                 elif event == "mcp":
                     self.model.status.mcp = extra
+                elif event == "command":
+                    self._command_ready(extra)
+                elif event == "confirm":
+                    self.ask_confirm(*extra)
                 elif event == "dead":
                     self.model.add("error", "the session stopped")
                     self.exit_code = 1
@@ -860,7 +869,9 @@ class TUI:
             from .escape import escape_note
 
             note = escape_note()
-            self.model.add("notice", HELP + (f"\n{note}" if note else ""))
+            custom = self.commands.help_lines() if self.commands is not None else []
+            listed = ("\ncustom commands: " + " · ".join(custom)) if custom else ""
+            self.model.add("notice", HELP + listed + (f"\n{note}" if note else ""))
         elif word == "mode":
             if rest == "architect":
                 self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
@@ -907,8 +918,68 @@ class TUI:
         elif word == "clear":
             self.model.clear()
             self.rebuild_views()
+        elif self.commands is not None and (word == "init" or self.commands.get(word) is not None
+                                            or word.startswith("mcp__")):
+            self.custom_command(line)
         else:
             self.model.add("notice", f"unknown command /{word}; /help lists them")
+
+    def custom_command(self, line: str) -> None:
+        """``/init``, a custom command or an MCP prompt: expanded on a thread of its own (its
+        ``!`…``` lines run commands, its prompt asks a server), then sent as the user turn."""
+        commands = self.commands
+        assert commands is not None
+
+        def work() -> None:
+            from cox.commands.expand import CommandError
+
+            try:
+                item: tuple[str, str] = ("text", commands.turn(line) or line)
+            except CommandError as exc:
+                item = ("error", str(exc))
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the thread silently
+                item = ("error", f"/{line[1:].split(' ')[0]} failed: {exc}")
+            if self._post(("command", item)) and self.loop is not None:
+                try:
+                    self.loop.call_from_thread(self.apply_pending)
+                except RuntimeError:
+                    pass
+
+        threading.Thread(target=work, name="tui-command", daemon=True).start()
+
+    def ask_bang(self, call: Any, reason: str) -> bool:
+        """A command's ``!`…``` line the engine asks about, put to the person in the question
+        modal (from the command's thread, which waits for the answer)."""
+        answer: list[bool] = []
+        done = threading.Event()
+
+        def yes() -> None:
+            answer.append(True)
+            done.set()
+
+        def no() -> None:
+            answer.append(False)
+            done.set()
+
+        prompt = f"a command wants to run `{sanitize(str(call.input.get('command', '')))}` ({sanitize(reason)}); run it?"
+        if self._post(("confirm", (prompt, yes, no))) and self.loop is not None:
+            try:
+                self.loop.call_from_thread(self.apply_pending)
+            except RuntimeError:
+                return False
+        while not done.wait(0.2):
+            if self._stop.is_set():
+                return False
+        return bool(answer and answer[0])
+
+    def _command_ready(self, item: tuple[str, str]) -> None:
+        kind, text = item
+        if kind == "error":
+            self.model.add("error", text)
+            return
+        self.model.typed(text, queued=self.model.status.turn_running)
+        self.handle.submit(m.UserTurn(text=text))
+        self.model.status.turn_running = True
 
     # ------------------------------------------------------------ completion
 
@@ -920,9 +991,11 @@ class TUI:
         before = text[:pos]
         found = re.fullmatch(r"/(\S*)", before) or re.fullmatch(r"/mode\s+(\S*)", before)
         if found:
-            options = COMMANDS if before.startswith("/") and " " not in before else MODES
+            slash = before.startswith("/") and " " not in before
+            custom = tuple(self.commands.names()) if self.commands is not None and slash else ()
+            options = (*COMMANDS, *custom) if slash else MODES
             cands = [c for c in options if c.startswith(found.group(1))]
-            shown = [("/" if options is COMMANDS else "") + c for c in cands]
+            shown = [("/" if slash else "") + c for c in cands]
         else:
             found = re.search(r"(?:^|\s)@(\S*)$", before)
             if not found:
