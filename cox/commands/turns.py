@@ -48,6 +48,12 @@ class SessionCommands:
     def turn(self, line: str) -> str | None:
         """The user turn for ``line``: ``/init``'s prompt, or a custom command expanded; None when
         the line names neither (it goes to the model as typed). Raises :class:`CommandError`."""
+        got = self.expand(line)
+        return got[0] if got is not None else None
+
+    def expand(self, line: str) -> tuple[str, str | None] | None:
+        """(the user turn, the model the command's front matter names or None) for ``line``; a
+        surface switches the session to that model first, as ``/model NAME`` does."""
         parsed = parse_line(line)
         if parsed is None:
             return None
@@ -55,7 +61,7 @@ class SessionCommands:
         if name == "init":
             from .init import init_prompt
 
-            return init_prompt(self.cwd)
+            return init_prompt(self.cwd), None
         command = self.catalog.commands.get(name)
         if command is None and name.startswith("mcp__") and self.prompts is not None:
             command = self.prompts.resolve(name)
@@ -65,8 +71,8 @@ class SessionCommands:
             if self.prompts is None:
                 raise CommandError(f"/{name}: its MCP server is not available in this session")
             text: str = self.prompts(command, arguments)
-            return text
-        return expand(command, arguments, self.run)
+            return text, None
+        return expand(command, arguments, self.run), command.model
 
 
 def open_commands(cwd: Path, settings: Any, engine: Any, tools: dict[str, Any], *, ask: Any = None,

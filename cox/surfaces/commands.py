@@ -288,10 +288,15 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         app = apps[0]
         store_ready(app)
         tools, deferred = session_tools(app, prep)
+        model = None
         if prompt is not None and prompt.lstrip().startswith("/"):
-            prompt = command_turn(prompt, prep, tools)
+            prompt, model = command_turn(prompt, prep, tools)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
                                   hooks=session_hooks(prep), deferred=deferred)
+        if model and not getattr(args, "model", None):  # the command's front matter; --model wins
+            from cox.protocol import messages as m
+
+            handle.submit(m.SetModel(model=model))
     except Refused as exc:
         return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
     except Exception as exc:  # the store could not start (a home the cheap checks let through), or a bug
@@ -319,13 +324,14 @@ def session_commands(prep: Prepared, tools: dict[str, BaseTool], ask: Any = None
     return commands
 
 
-def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool]) -> str:
-    """``cox run -p "/name args"``: the command's expansion is the turn; a line that names no
-    command goes to the model as typed. A command that cannot be expanded refuses the run."""
+def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool]) -> tuple[str, str | None]:
+    """``cox run -p "/name args"``: the command's expansion is the turn (and its front matter's
+    model, if any); a line that names no command goes to the model as typed. A command that
+    cannot be expanded refuses the run."""
     from cox.commands.expand import CommandError
 
     try:
-        return session_commands(prep, tools).turn(prompt) or prompt
+        return session_commands(prep, tools).expand(prompt) or (prompt, None)
     except CommandError as exc:
         raise Refused(f"the command was not sent: {exc}") from None
 

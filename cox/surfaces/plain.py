@@ -373,12 +373,14 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                 if not line.strip():
                     continue
                 try:
-                    expanded = commands.turn(line) if commands is not None else None
+                    expanded = commands.expand(line) if commands is not None else None
                 except Exception as exc:  # noqa: BLE001 - CommandError, or a server that failed: said, nothing sent
                     out.write(f"  {sanitize(str(exc))}\n")
                     continue
                 if expanded is not None:
-                    handle.submit(m.UserTurn(text=expanded))
+                    if expanded[1]:  # the command's model, as /model NAME would switch
+                        handle.submit(m.SetModel(model=expanded[1]))
+                    handle.submit(m.UserTurn(text=expanded[0]))
                     in_turn = True
                     continue
                 handled = _command(line.strip(), handle, out, ask, think_price, children, commands)

@@ -135,3 +135,13 @@ def test_ext_list_shows_each_command_its_source_and_what_was_skipped(rig: Rig) -
     assert f"/git:sync [branch] — Sync $1; allowed-tools: Bash(git fetch:*), Read  — {ns}" in out
     assert "(skipped /broken: its front matter is not valid" in out and str(bad) in out
     assert "(skipped /out: it is a symlink to" in out
+
+
+def test_the_commands_model_runs_its_turn_unless_model_is_given(rig: Rig) -> None:
+    command(rig.ws / ".cox" / "commands", "quick", "---\nmodel: claude-haiku-4-5\n---\nBe quick")
+    run = rig.run([{"text": "ok"}], "/quick", mode="default")
+    assert run.requests[0]["model"] == "claude-haiku-4-5"
+    run = rig.run([{"text": "ok"}], "/plain", mode="default")
+    assert run.requests[0]["model"] != "claude-haiku-4-5"
+    run = rig.run([{"text": "ok"}], "/quick", "--model", "claude-sonnet-4-5", mode="default")
+    assert run.requests[0]["model"] != "claude-haiku-4-5"

@@ -181,3 +181,19 @@ def test_a_hostile_import_does_not_reach_the_model_end_to_end(rig: Rig) -> None:
     assert f"@docs/ok.md: {rig.ws / 'docs' / 'ok.md'}  (imported by {rig.ws / 'CLAUDE.md'})" in listing
     assert "@~/.ssh/id_rsa:" in listing and "outside the workspace" in listing
     assert f"{rig.cox_home / 'AGENTS.md'}: {rig.cox_home / 'AGENTS.md'}" in listing and "cox-wide" not in listing
+
+
+def test_imports_together_are_bounded(tmp_path: Path) -> None:
+    from cox.actors.session.instructions import IMPORT_BUDGET, LIMIT_BYTES
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    n = IMPORT_BUDGET // LIMIT_BYTES + 2
+    for i in range(n):
+        (ws / f"big{i}.md").write_text("x" * LIMIT_BYTES)
+    (ws / "AGENTS.md").write_text(" ".join(f"@big{i}.md" for i in range(n)) + "\n")
+    files = instruction_files(ws, home=tmp_path / "home", cox_home=tmp_path / "ch", env={})
+    sent = [f for f in files if f.via is not None and f.left_out is None]
+    assert len(sent) == IMPORT_BUDGET // LIMIT_BYTES
+    assert all("256 KiB" in (f.left_out or "") for f in files[len(sent) + 1:])
+    assert len(instruction_block(ws, files=files)) < IMPORT_BUDGET + 2 * LIMIT_BYTES

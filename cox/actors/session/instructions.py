@@ -44,6 +44,10 @@ MAX_DEPTH = 5
 LIMIT_BYTES = 64 * 1024
 """Characters of one file sent; the rest is cut."""
 
+IMPORT_BUDGET = 256 * 1024
+"""Characters all imports together may add: a repository cannot make every request huge by
+importing its whole tree (an import past it is skipped, named)."""
+
 Scope = Literal["user", "project"]
 
 _FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)")
@@ -125,6 +129,7 @@ class _Walk:
         self.roots = [os.path.realpath(r) for r in roots]
         self.seen: set[str] = set()
         self.out: list[Instruction] = []
+        self.imported = 0
 
     def top(self, path: Path, holder: Path | None, scope: Scope, label: str) -> None:
         """A file found by its name. ``holder``: the folder a repository's file must resolve
@@ -153,6 +158,12 @@ class _Walk:
         except OSError as exc:
             self.out.append(Instruction(label, path, scope, depth, via, f"it could not be read ({exc.strerror})"))
             return
+        if via is not None and self.imported + min(len(text), LIMIT_BYTES) > IMPORT_BUDGET:
+            self.out.append(Instruction(label, path, scope, depth, via,
+                                        f"the imports together would pass {IMPORT_BUDGET // 1024} KiB"))
+            return
+        if via is not None:
+            self.imported += min(len(text), LIMIT_BYTES)
         self.seen.add(real)
         self.out.append(Instruction(label, path, scope, depth, via, None, text))
         for target in imports(text[:LIMIT_BYTES]):

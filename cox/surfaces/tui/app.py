@@ -934,7 +934,7 @@ class TUI:
             from cox.commands.expand import CommandError
 
             try:
-                item: tuple[str, str] = ("text", commands.turn(line) or line)
+                item: tuple[str, Any] = ("text", commands.expand(line) or (line, None))
             except CommandError as exc:
                 item = ("error", str(exc))
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the thread silently
@@ -972,11 +972,14 @@ class TUI:
                 return False
         return bool(answer and answer[0])
 
-    def _command_ready(self, item: tuple[str, str]) -> None:
-        kind, text = item
+    def _command_ready(self, item: tuple[str, Any]) -> None:
+        kind, got = item
         if kind == "error":
-            self.model.add("error", text)
+            self.model.add("error", got)
             return
+        text, model = got
+        if model:  # the command's front matter names a model: switched as /model NAME does
+            self.handle.submit(m.SetModel(model=model))
         self.model.typed(text, queued=self.model.status.turn_running)
         self.handle.submit(m.UserTurn(text=text))
         self.model.status.turn_running = True
