@@ -6,7 +6,8 @@ judged by the session's permission engine (its rules, mode and approval policy) 
 bash tool in the session's sandbox, exactly as the model's own call of that line would be.
 
 ``allowed-tools`` in the command's front matter only narrows what its lines may be, whoever
-wrote it: a line it does not allow (read-only lines always are) is refused. A user's own file
+wrote it: a line it does not allow (read-only lines always are) is refused. The session's
+PreToolUse and PermissionRequest hooks see each line as they see the model's calls. A user's own file
 may also grant: a line its ``allowed-tools`` covers runs without the question the engine would
 ask (a deny rule still wins). A repository's file never grants; what the engine would ask
 about is put to the person (``ask``), refused when no one can answer (``--approve never``, or a
@@ -32,17 +33,32 @@ Ask = Callable[[ToolCall, str], bool]
 class BangRunner:
     """Runs ``!`…``` lines for one session: its bash tool, engine and settings."""
 
-    def __init__(self, bash: Any, engine: Any, settings: Any, ask: Ask | None = None) -> None:
+    def __init__(self, bash: Any, engine: Any, settings: Any, ask: Ask | None = None, hooks: Any = None) -> None:
         self.bash = bash
         self.engine = engine
         self.s = settings
         self.ask = ask
+        self.hooks = hooks
+        """The session's hooks (``cox.hooks``): PreToolUse and PermissionRequest see each line as
+        they see a model's bash call, and may deny it or change its input."""
+
+    def _hook(self, point: str, call: ToolCall) -> dict[str, Any]:
+        if self.hooks is None:
+            return {}
+        reply = self.hooks.run(point, {"tool": call.name, "input": call.input, "subject": call.subject, "id": call.id,
+                                       "mode": str(PermissionMode(self.s.permission_mode).value)})
+        return reply or {}
 
     def __call__(self, line: str, command: Command) -> str:
         call, env = self._described(line)
+        what = f"/{command.name}'s `{line}` ({command.source})"
+        reply = self._hook("PreToolUse", call)
+        if reply.get("deny"):
+            raise CommandError(f"{what} is denied by a PreToolUse hook: {reply['deny']}; not run")
+        if isinstance(reply.get("input"), dict):
+            call = self.bash.describe(ToolCall(id=call.id, name="bash", input=reply["input"]), env)
         outcome = self.engine.decide(call, self.s.permission_mode, ApprovalPolicy.ON_REQUEST, self.s.sandbox_mode, [])
         kind = str(getattr(outcome.kind, "value", outcome.kind))
-        what = f"/{command.name}'s `{line}` ({command.source})"
         if command.allowed_tools is not None and kind != "deny":
             from cox.policy.permission import Engine
 
@@ -59,6 +75,9 @@ class BangRunner:
             if ApprovalPolicy(self.s.approval_policy) is ApprovalPolicy.NEVER:
                 raise CommandError(f"{what} needs approval ({outcome.reason}) and the approval policy is never; "
                                    "not run. An allow rule for it (Bash(...)) lets it run")
+            denied = self._hook("PermissionRequest", call).get("deny")
+            if denied:
+                raise CommandError(f"{what} is denied by a PermissionRequest hook: {denied}; not run")
             if self.ask is None:
                 raise CommandError(f"{what} needs approval ({outcome.reason}), and this surface cannot ask; not run")
             if not self.ask(call, str(outcome.reason)):

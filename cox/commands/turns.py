@@ -76,7 +76,7 @@ class SessionCommands:
 
 
 def open_commands(cwd: Path, settings: Any, engine: Any, tools: dict[str, Any], *, ask: Any = None,
-                  mcp: Any = None, reserved: Iterable[str] = RESERVED) -> SessionCommands:
+                  mcp: Any = None, hooks: Any = None, reserved: Iterable[str] = RESERVED) -> SessionCommands:
     """The session's commands: its command files, its MCP servers' prompts, and a runner for
     ``!`…``` lines bound to its bash tool, engine and settings."""
     from .bang import BangRunner
@@ -89,5 +89,5 @@ def open_commands(cwd: Path, settings: Any, engine: Any, tools: dict[str, Any], 
 
         prompts = PromptGetter(mcp)
     bash = tools.get("bash")
-    run = BangRunner(bash, engine, settings, ask) if bash is not None else None
+    run = BangRunner(bash, engine, settings, ask, hooks) if bash is not None else None
     return SessionCommands(catalog, cwd, run, prompts)

@@ -289,10 +289,11 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         store_ready(app)
         tools, deferred = session_tools(app, prep)
         model = None
+        hooks = session_hooks(prep)
         if prompt is not None and prompt.lstrip().startswith("/"):
-            prompt, model = command_turn(prompt, prep, tools)
+            prompt, model = command_turn(prompt, prep, tools, hooks)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                  hooks=session_hooks(prep), deferred=deferred)
+                                  hooks=hooks, deferred=deferred)
         if model and not getattr(args, "model", None):  # the command's front matter; --model wins
             from cox.protocol import messages as m
 
@@ -309,12 +310,12 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
                         explain=lambda: home_problem(home, deep=True))
 
 
-def session_commands(prep: Prepared, tools: dict[str, BaseTool], ask: Any = None) -> Any:
-    """The session's custom commands, MCP prompts and ``/init`` (``cox.commands``); ``ask`` puts a
-    command's ``!`…``` line that needs approval to the person (None: it is refused)."""
+def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = None) -> Any:
+    """The session's custom commands, MCP prompts and ``/init`` (``cox.commands``). A command's
+    ``!`…``` line that needs approval is refused until a surface sets its runner's ``ask``."""
     from cox.commands.turns import open_commands
 
-    commands = open_commands(prep.cwd, prep.settings, prep.engine, tools, ask=ask, mcp=prep.mcp)
+    commands = open_commands(prep.cwd, prep.settings, prep.engine, tools, mcp=prep.mcp, hooks=hooks)
     from cox.policy.sanitize import sanitize
 
     for skipped in commands.catalog.skipped:  # as the config's: on stderr, and among the TUI's first notices
@@ -324,14 +325,14 @@ def session_commands(prep: Prepared, tools: dict[str, BaseTool], ask: Any = None
     return commands
 
 
-def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool]) -> tuple[str, str | None]:
+def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool], hooks: Any) -> tuple[str, str | None]:
     """``cox run -p "/name args"``: the command's expansion is the turn (and its front matter's
     model, if any); a line that names no command goes to the model as typed. A command that
     cannot be expanded refuses the run."""
     from cox.commands.expand import CommandError
 
     try:
-        return session_commands(prep, tools).expand(prompt) or (prompt, None)
+        return session_commands(prep, tools, hooks).expand(prompt) or (prompt, None)
     except CommandError as exc:
         raise Refused(f"the command was not sent: {exc}") from None
 
@@ -392,13 +393,14 @@ def cmd_interactive(args: Any) -> int:
         try:
             store_ready(app)
             tools, deferred = session_tools(app, prep, interactive=True)
+            hooks = session_hooks(prep)
             handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                      hooks=session_hooks(prep), deferred=deferred)
+                                      hooks=hooks, deferred=deferred)
         except Exception as exc:
             return fail(_startup_failure(exc, prep))
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
-        commands = session_commands(prep, tools)
+        commands = session_commands(prep, tools, hooks)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                              worktree=prep.worktree, commands=commands)

@@ -145,3 +145,15 @@ def test_the_commands_model_runs_its_turn_unless_model_is_given(rig: Rig) -> Non
     assert run.requests[0]["model"] != "claude-haiku-4-5"
     run = rig.run([{"text": "ok"}], "/quick", "--model", "claude-sonnet-4-5", mode="default")
     assert run.requests[0]["model"] != "claude-haiku-4-5"
+
+
+def test_a_pretooluse_hook_sees_and_can_block_a_commands_line(rig: Rig) -> None:
+    """The user's hook guards a command's line as it guards the model's bash calls, even where
+    the engine would allow the line (bypassPermissions here)."""
+    from tests.hooks.rig import one
+
+    rig.hooks({"PreToolUse": one(rig.script("guard.sh", "echo 'no touching today' >&2\nexit 2"), "Bash")})
+    command(rig.ws / ".claude" / "commands", "status", HOSTILE)
+    run = rig.run([{"text": "ok"}], "/status")
+    assert not (rig.out / "marker").exists()
+    assert "PreToolUse hook: no touching today" in run.result["result"]
