@@ -18,7 +18,8 @@ file's folder) follow it, each its own section, up to :data:`MAX_DEPTH` hops dee
 import may reach depends on who wrote the importing file: a user file may import from the home;
 every other file (the repository's, or a parent folder's) only from inside the workspace roots,
 checked on the resolved path so a symlink cannot lead out. A Read deny rule covers every file
-and every import. A file reached twice (an import cycle, or two names for one file) is sent once.
+and every import. A file reached twice (an import cycle, or two names for one file) is sent once,
+and imports together add at most :data:`IMPORT_BUDGET` characters.
 Whatever is skipped is listed with its reason (``cox ext list``); the block names a left-out
 file but never carries its content.
 """
