@@ -34,6 +34,7 @@ SYSTEM_PROMPT = f"""You are cox, a coding agent working in the user's workspace 
   lines you can read again with a narrower command.
 - Finish with a short answer that says what you did and what you found."""
 
+
 def tool_block(specs: list[ToolSpec]) -> str:
     ordered = sorted(specs, key=lambda s: s.name)
     return json.dumps(
