@@ -10,7 +10,8 @@ sub-folder gets the folder as its namespace (``frontend/component.md`` is
 Who wins a name: a built-in command always; then the user's own files over a repository's
 (a cloned repository must not put its prompt behind a name the person typed for their own),
 and within one owner cox's folder over Claude's. What loses is listed with the reason, as is a
-file that cannot be read or parsed, or a repository's file that is a symlink out of its folder.
+file that cannot be read or parsed, a repository's file that resolves outside the workspace
+(a linked file, or a linked commands folder), and one a Read deny rule covers.
 """
 
 from __future__ import annotations
@@ -97,8 +98,11 @@ def folders(cwd: Path, home: Path, cox_home: Path, env: Mapping[str, str]) -> li
 
 
 def load_commands(cwd: Path, *, home: Path | None = None, cox_home: Path | None = None,
-                  env: Mapping[str, str] | None = None, reserved: Iterable[str] = RESERVED) -> Catalog:
-    """Every command file of the user and of the workspace (see the module's docstring)."""
+                  env: Mapping[str, str] | None = None, reserved: Iterable[str] = RESERVED,
+                  reads: Any = None) -> Catalog:
+    """Every command file of the user and of the workspace (see the module's docstring).
+    ``reads``: the session's Read deny rules (``Engine.read_guard``): a file they cover is
+    skipped, since its text would go to the model."""
     env = os.environ if env is None else env
     home = home or Path.home()
     if cox_home is None:
@@ -109,7 +113,7 @@ def load_commands(cwd: Path, *, home: Path | None = None, cox_home: Path | None 
     catalog = Catalog()
     for folder, scope in folders(cwd, home, cox_home, env):
         for path in _md_files(folder):
-            got = read_command(path, folder, scope)
+            got = read_command(path, folder, scope, inside=cwd if scope == "project" else None, reads=reads)
             if isinstance(got, Skipped):
                 catalog.skipped.append(got)
             else:
@@ -127,7 +131,10 @@ def _md_files(folder: Path) -> list[Path]:
     return out
 
 
-def read_command(path: Path, folder: Path, scope: Scope) -> Command | Skipped:
+def read_command(path: Path, folder: Path, scope: Scope, *, inside: Path | None = None,
+                 reads: Any = None) -> Command | Skipped:
+    """One file's command. ``inside``: the folder a repository's file must resolve inside (its
+    workspace: neither the file nor a linked commands folder may lead out of it)."""
     from cox.agents.frontmatter import Block, FrontMatterError, split
 
     rel = path.relative_to(folder).with_suffix("")
@@ -137,8 +144,10 @@ def read_command(path: Path, folder: Path, scope: Scope) -> Command | Skipped:
     if not all(_SEGMENT.match(p) for p in parts):
         return Skipped(name, source, "a command name is letters, digits, '_', '.' and '-' (one word per folder)")
     real = os.path.realpath(path)
-    if scope == "project" and not real.startswith(os.path.realpath(folder).rstrip("/") + "/"):
-        return Skipped(name, source, f"it is a symlink to {real}, outside its folder")
+    if inside is not None and not real.startswith(os.path.realpath(inside).rstrip("/") + "/"):
+        return Skipped(name, source, f"it resolves to {real}, outside the workspace")
+    if reads is not None and (reads.refuses(str(path)) or reads.refuses(real)):
+        return Skipped(name, source, "a Read deny rule covers it")
     try:
         with open(real, encoding="utf-8", errors="replace") as fh:
             text = fh.read(LIMIT_BYTES)

@@ -82,7 +82,8 @@ def open_commands(cwd: Path, settings: Any, engine: Any, tools: dict[str, Any], 
     from .bang import BangRunner
     from .files import load_commands
 
-    catalog = load_commands(cwd, home=settings.home, cox_home=settings.cox_home, reserved=reserved)
+    reads = engine.read_guard() if hasattr(engine, "read_guard") else None
+    catalog = load_commands(cwd, home=settings.home, cox_home=settings.cox_home, reserved=reserved, reads=reads)
     prompts = None
     if mcp is not None:
         from .mcp_prompts import PromptGetter

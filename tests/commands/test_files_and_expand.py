@@ -77,3 +77,21 @@ def test_only_the_files_own_lines_run_and_a_refusal_stops_everything() -> None:
 def test_parse_line() -> None:
     assert parse_line("/review  a b ") == ("review", "a b")
     assert parse_line("review") is None and parse_line("/") is None and parse_line("/a\nb") is None
+
+
+def test_a_repository_cannot_link_its_commands_out_of_the_workspace(tmp_path: Path) -> None:
+    from cox.policy.permission import Engine
+
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    write(home / "private.md", "SECRET home note")
+    write(ws / ".env", "SECRET=1")
+    (ws / ".claude").mkdir(parents=True)
+    (ws / ".claude" / "commands").symlink_to(home)  # the whole folder linked out
+    write(ws / ".cox" / "commands" / "ok.md", "fine")
+    (ws / ".cox" / "commands" / "env.md").symlink_to(ws / ".env")
+    guard = Engine.compile(deny=["Read(./.env)"], home=home, roots=[ws]).read_guard()
+    got = load_commands(ws, home=home, cox_home=tmp_path / "ch", env={}, reads=guard)
+    assert list(got.commands) == ["ok"]
+    reasons = {s.name: s.reason for s in got.skipped}
+    assert "outside the workspace" in reasons["private"]
+    assert "Read deny rule" in reasons["env"]
