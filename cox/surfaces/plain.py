@@ -343,6 +343,8 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
             return ask("  run it? [y/N] › ").strip().lower() in ("y", "yes")
 
         commands.run.ask = ask_bang
+    if commands is not None and commands.prompts is not None:  # /help lists the MCP servers' prompts once listed
+        threading.Thread(target=commands.load_prompts, name="plain-prompts", daemon=True).start()
     previous = signal.signal(signal.SIGINT, on_sigint) if threading.current_thread() is threading.main_thread() else None
     in_turn = False
     if resumed is not None:
