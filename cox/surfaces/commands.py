@@ -319,9 +319,19 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         app = apps[0]
         store_ready(app)
         tools, deferred = session_tools(app, prep)
-        prompt = named_skill(prompt, prep)
+        model = None
+        hooks = session_hooks(prep)
+        if prompt is not None and prompt.lstrip().startswith("/"):
+            typed = prompt
+            prompt, model = command_turn(prompt, prep, tools, hooks)
+            if prompt == typed:  # no command of that name: a skill's, perhaps
+                prompt = named_skill(prompt, prep)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                  hooks=session_hooks(prep), deferred=deferred)
+                                  hooks=hooks, deferred=deferred)
+        if model and not getattr(args, "model", None):  # the command's front matter; --model wins
+            from cox.protocol import messages as m
+
+            handle.submit(m.SetModel(model=model))
     except Refused as exc:
         return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
     except Exception as exc:  # the store could not start (a home the cheap checks let through), or a bug
@@ -332,6 +342,33 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
                         explain=lambda: home_problem(home, deep=True))
+
+
+def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = None) -> Any:
+    """The session's custom commands, MCP prompts and ``/init`` (``cox.commands``). A command's
+    ``!`…``` line that needs approval is refused until a surface sets its runner's ``ask``."""
+    from cox.commands.turns import open_commands
+
+    commands = open_commands(prep.cwd, prep.settings, prep.engine, tools, mcp=prep.mcp, hooks=hooks)
+    from cox.policy.sanitize import sanitize
+
+    for skipped in commands.catalog.skipped:  # as the config's: on stderr, and among the TUI's first notices
+        warning = f"command /{skipped.name} ({skipped.source}) skipped: {skipped.reason}"
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+        prep.config.warnings.append(warning)
+    return commands
+
+
+def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool], hooks: Any) -> tuple[str, str | None]:
+    """``cox run -p "/name args"``: the command's expansion is the turn (and its front matter's
+    model, if any); a line that names no command goes to the model as typed. A command that
+    cannot be expanded refuses the run."""
+    from cox.commands.expand import CommandError
+
+    try:
+        return session_commands(prep, tools, hooks).expand(prompt) or (prompt, None)
+    except CommandError as exc:
+        raise Refused(f"the command was not sent: {exc}") from None
 
 
 def store_ready(app: Any) -> None:
@@ -390,15 +427,17 @@ def cmd_interactive(args: Any) -> int:
         try:
             store_ready(app)
             tools, deferred = session_tools(app, prep, interactive=True)
+            hooks = session_hooks(prep)
             handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                      hooks=session_hooks(prep), deferred=deferred)
+                                      hooks=hooks, deferred=deferred)
         except Exception as exc:
             return fail(_startup_failure(exc, prep))
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
+        commands = session_commands(prep, tools, hooks)
         if getattr(args, "plain", False) or not (sys.stdin.isatty() and sys.stdout.isatty()):
             return plain.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
-                             worktree=prep.worktree, skills=prep.skills)
+                             worktree=prep.worktree, skills=prep.skills, commands=commands)
         from cox.actors.provider.catalog import describe
 
         from .tui import app as tui
@@ -408,6 +447,7 @@ def cmd_interactive(args: Any) -> int:
         return tui.run(handle, resumed=prep.resumed, think_price=think, architect_from_config=from_config,
                        notices=prep.config.warnings,
                        status={"model": asked, "mode": s.permission_mode.value, "cwd": str(prep.cwd),
+                               "commands": commands,
                                **({"mcp_state": prep.mcp.state} if prep.mcp is not None else {}),
                                **({"skills": prep.skills} if prep.skills is not None else {}),
                                "context_window": describe(asked, s.model_overrides).context_window,

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from cox.actors.mcp.launch import show_arg, show_text
+from cox.commands.files import BUILTIN as COMMANDS
 
-COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
-"""The TUI's slash commands (``cox.surfaces.tui.app.COMMANDS``, kept equal by a test; not
-imported, so that listing does not load the TUI)."""
+__all__ = ["COMMANDS", "add_parser", "run"]
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -31,7 +30,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from cox.actors.mcp.config import load_servers
-    from cox.actors.session.request import instruction_files
+    from cox.actors.session.instructions import instruction_files
     from cox.actors.store.layout import cox_home
     from cox.config import ConfigError, load_config
     from cox.hooks.sources import load
@@ -53,10 +52,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  (not trusted, not run: {show_text(p.path)}; `cox hooks list` shows them, `cox hooks trust` accepts)")
     if not hooks.specs and not any(not p.trusted for p in hooks.project):
         print("  none")
-    print("instruction files (sent to the model):")
-    files = instruction_files(cwd)
-    for name, path, left_out in files:
-        print(f"  {name}: {show_text(str(path))}" + (f"  (left out: {show_text(left_out)})" if left_out else ""))
+    print("instruction files (sent to the model, in this order):")
+    files = instruction_files(cwd, home=Path.home(), cox_home=home)
+    for f in files:
+        indent = "  " * (f.depth + 1)
+        via = f"  (imported by {show_text(str(f.via))})" if f.via is not None and f.left_out is None else ""
+        why = f"  ({'skipped' if f.via is not None else 'left out'}: {show_text(f.left_out)})" if f.left_out else ""
+        print(f"{indent}{show_text(f.label)}: {show_text(str(f.path))}{via}{why}")
     if not files:
         print("  none")
     print("mcp servers:")
@@ -83,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ({show_text(warning)})")
     _print_skills(cwd, home)
     print("commands (built in): " + " ".join(f"/{c}" for c in COMMANDS))
+    _custom_commands(cwd, home, config, servers)
     return 0
 
 
@@ -102,4 +105,38 @@ def _print_skills(cwd: Path, home: Path) -> None:
     for warning in skills.warnings:
         print(f"  ({show_text(warning)})")
     if not skills.by_name and not skills.warnings:
+        print("  none")
+
+
+def _custom_commands(cwd: Path, home: Path, config: Any, servers: dict[str, Any]) -> None:
+    """The command files (user's first: they win a name) and each MCP server's prompts; the
+    servers are started once to list them, as ``cox mcp list`` does (an untrusted project
+    server is not started)."""
+    from cox.commands.files import load_commands
+    from cox.commands.mcp_prompts import fetch_prompts, prompt_commands
+    from cox.surfaces.mcp_cli import session_sandbox
+
+    catalog = load_commands(cwd, home=Path.home(), cox_home=home)
+    failed: list[str] = []
+    for spec in servers.values():
+        try:
+            prompts = fetch_prompts(spec, startup_timeout_s=config.mcp.startup_timeout_s, cwd=cwd,
+                                    sandbox=session_sandbox(config, cwd))
+        except Exception as exc:  # noqa: BLE001 - one line per server that could not list
+            failed.append(f"mcp server {spec.name}: prompts not listed ({exc})")
+            continue
+        for command in prompt_commands(spec.name, prompts):
+            catalog.add(command)
+    print("commands (custom, and MCP prompts):")
+    for c in catalog.commands.values():
+        hint = f" {c.argument_hint}" if c.argument_hint else ""
+        what = f" — {c.description}" if c.description else ""
+        extra = (f"; allowed-tools: {', '.join(c.allowed_tools) or 'none'}" if c.allowed_tools is not None else "") + (
+            f"; model: {c.model}" if c.model else "")
+        print(f"  /{show_text(c.name)}{show_text(hint)}{show_text(what)}{show_text(extra)}  — {show_text(c.source)}")
+    for skipped in catalog.skipped:
+        print(f"  (skipped /{show_text(skipped.name)}: {show_text(skipped.reason)}  — {show_text(skipped.source)})")
+    for line in failed:
+        print(f"  ({show_text(line)})")
+    if not catalog.commands and not catalog.skipped and not failed:
         print("  none")

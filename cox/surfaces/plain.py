@@ -40,7 +40,7 @@ from .tui.agents import Agents
 from .tui.agents import line as agent_line
 
 HELP = """commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /rewind N [code|conversation|both]
-          /compact [focus] · /agents · /help · /quit     (Ctrl+C interrupts a running turn)"""
+          /compact [focus] · /agents · /init (write AGENTS.md) · /help · /quit     (Ctrl+C interrupts a running turn)"""
 
 
 def _answer(call: Any, reason: str, ask: Any, out: IO[str]) -> m.Approve:
@@ -211,7 +211,7 @@ def _short(text: str, limit: int = 80) -> str:
 
 
 def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, think_price: str = "",
-             children: ChildLines | None = None, skills: Any = None) -> bool | str | None:
+             children: ChildLines | None = None, skills: Any = None, commands: Any = None) -> bool | str | None:
     """Run a slash command. False to quit, True when handled, None when not a command, and for
     ``/NAME`` of a skill the turn's text, its instructions loaded (``cox.agents.skills``)."""
     if not line.startswith("/"):
@@ -222,6 +222,8 @@ def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, th
         return False
     if word == "help":
         out.write(HELP + "\n")
+        for custom in commands.help_lines() if commands is not None else []:
+            out.write(f"  {sanitize(custom)}\n")
     elif word == "mode":
         if rest == "architect":
             if ask is None or _consent(ask, think_price):
@@ -289,7 +291,10 @@ def _leave_worktree(wt: Any, ask: Any, out: IO[str]) -> None:
 
 def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = None,
         out: IO[str] | None = None, think_price: str = "", architect_from_config: bool = False,
-        worktree: Any = None, skills: Any = None) -> int:
+        worktree: Any = None, skills: Any = None, commands: Any = None) -> int:
+    """``commands``: the session's custom commands, MCP prompts and ``/init``
+    (``cox.commands.turns.SessionCommands``); a command's ``!`…``` line the engine asks about is
+    asked here, like a model's call. ``skills``: ``/NAME`` of a skill sends its instructions."""
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     view = Transcript(out)
@@ -337,6 +342,15 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
         interrupted.set()
         handle.interrupt()
 
+    if commands is not None and commands.run is not None:
+        def ask_bang(call: Any, reason: str) -> bool:
+            out.write(f"\n  a command wants to run: {sanitize(str(call.input.get('command', '')))}\n"
+                      f"  risk {call.risk.value} · {sanitize(reason)}\n")
+            return ask("  run it? [y/N] › ").strip().lower() in ("y", "yes")
+
+        commands.run.ask = ask_bang
+    if commands is not None and commands.prompts is not None:  # /help lists the MCP servers' prompts once listed
+        threading.Thread(target=commands.load_prompts, name="plain-prompts", daemon=True).start()
     previous = signal.signal(signal.SIGINT, on_sigint) if threading.current_thread() is threading.main_thread() else None
     in_turn = False
     if resumed is not None:
@@ -366,7 +380,18 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                     return 0
                 if not line.strip():
                     continue
-                handled = _command(line.strip(), handle, out, ask, think_price, children, skills)
+                try:
+                    expanded = commands.expand(line) if commands is not None else None
+                except Exception as exc:  # noqa: BLE001 - CommandError, or a server that failed: said, nothing sent
+                    out.write(f"  {sanitize(str(exc))}\n")
+                    continue
+                if expanded is not None:
+                    if expanded[1]:  # the command's model, as /model NAME would switch
+                        handle.submit(m.SetModel(model=expanded[1]))
+                    handle.submit(m.UserTurn(text=expanded[0]))
+                    in_turn = True
+                    continue
+                handled = _command(line.strip(), handle, out, ask, think_price, children, skills, commands)
                 if handled is False:
                     if worktree is not None:
                         _leave_worktree(worktree, ask, out)

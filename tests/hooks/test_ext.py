@@ -27,6 +27,11 @@ def test_ext_list_shows_each_extension_and_its_source(rig: Rig) -> None:
 
 
 def test_the_command_list_is_the_tuis() -> None:
+    """One list (``cox.commands.files.BUILTIN``): what ext list shows, what the TUI completes,
+    what its /help names, and what no command file may take."""
+    from cox.commands.files import RESERVED
     from cox.surfaces.tui.app import COMMANDS as TUI
+    from cox.surfaces.tui.app import HELP
 
     assert COMMANDS == TUI
+    assert all(f"/{name}" in HELP for name in TUI) and set(TUI) <= set(RESERVED)

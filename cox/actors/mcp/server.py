@@ -427,6 +427,33 @@ class Connection:
         future = asyncio.run_coroutine_threadsafe(session.read_resource(uri), self._loop)
         return self._await(future, "resources/read", timeout, cancel)
 
+    def list_prompts(self, *, timeout: float | None = None, cancel: CancelToken | None = None,
+                     ) -> list[mcp_types.Prompt]:
+        """The server's prompts (every page, at most 100); empty without the prompts capability."""
+        session = self._live()
+        caps = session.server_capabilities
+        if caps is not None and caps.prompts is None:
+            return []
+
+        async def pages() -> list[mcp_types.Prompt]:
+            prompts: list[mcp_types.Prompt] = []
+            cursor: str | None = None
+            for _ in range(100):
+                page = await session.list_prompts(params=mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                prompts.extend(page.prompts)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return prompts
+
+        return self._await(asyncio.run_coroutine_threadsafe(pages(), self._loop), "prompts/list", timeout, cancel)
+
+    def get_prompt(self, name: str, arguments: dict[str, str], *, timeout: float | None = None,
+                   cancel: CancelToken | None = None) -> Any:
+        session = self._live()
+        future = asyncio.run_coroutine_threadsafe(session.get_prompt(name, arguments or None), self._loop)
+        return self._await(future, "prompts/get", timeout, cancel)
+
     def _live(self) -> ClientSession:
         session = self._session
         if self.login_lost is not None:

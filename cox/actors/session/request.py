@@ -2,7 +2,7 @@
 
     system[0]  tool schemas, sorted by name ........ byte-stable
     system[1]  cox system prompt (versioned, no date) byte-stable
-    system[2]  instruction files (AGENTS.md, CLAUDE.md) byte-stable
+    system[2]  instruction files (``instructions``) . byte-stable
     system[3]  volatile: date, cwd, branch ......... changes
     messages   the normalised history
 
@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from cox.protocol.model import ModelRequest, ToolSpec
 
 from .history import normalize
+from .instructions import instruction_block
 from .prompt import PROMPT_VERSION, SYSTEM_PROMPT  # noqa: F401 - both are request.py names too
-
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 
 
 def tool_block(specs: list[ToolSpec]) -> str:
@@ -32,46 +30,6 @@ def tool_block(specs: list[ToolSpec]) -> str:
         [{"name": s.name, "description": s.description, "input_schema": s.input_schema} for s in ordered],
         sort_keys=True, separators=(",", ":"), ensure_ascii=False,
     )
-
-
-def instruction_files(cwd: Path, reads: Any = None) -> list[tuple[str, Path, str | None]]:
-    """(name, path, why it is left out or None) of each AGENTS.md / CLAUDE.md in the workspace and
-    its parents, outermost first (also what ``cox ext list`` shows)."""
-    out: list[tuple[str, Path, str | None]] = []
-    for folder in reversed([cwd, *cwd.parents]):
-        for name in INSTRUCTION_FILES:
-            path = folder / name
-            try:
-                if not path.is_file():
-                    continue
-                real = os.path.realpath(path)
-                holder = os.path.realpath(folder)
-                if not real.startswith(holder.rstrip("/") + "/"):
-                    out.append((name, path, f"it is a symlink to {real}, outside its folder"))
-                elif reads is not None and reads.refuses(str(path)) is not None:
-                    out.append((name, path, "a Read deny rule covers it"))
-                else:
-                    out.append((name, path, None))
-            except OSError:
-                continue
-    return out
-
-
-def instruction_block(cwd: Path, limit_bytes: int = 64 * 1024, reads: Any = None) -> str:
-    """AGENTS.md / CLAUDE.md from the workspace and its parents, outermost first. They reach the
-    model unasked, so one a repository planted as a symlink out of its folder (``CLAUDE.md ->
-    ~/.ssh/id_rsa``) or one the session's Read deny rules (``reads``) cover is left out, named."""
-    found: list[str] = []
-    for name, path, left_out in instruction_files(cwd, reads):
-        if left_out is not None:
-            found.append(f"# {name} ({path}) left out: {left_out}\n")
-            continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")[:limit_bytes]
-        except OSError:
-            continue
-        found.append(f"# {name} instructions ({path})\n\n{text.rstrip()}\n")
-    return "\n".join(found) if found else "(no instruction files)"
 
 
 def volatile_block(cwd: Path, extra: dict[str, Any] | None = None) -> str:
@@ -140,14 +98,16 @@ class Assembler:
     """Holds the session's stable blocks and builds each request."""
 
     def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192,
-                 microcompact_after_turns: int = 6, reads: Any = None, role: str = "") -> None:
+                 microcompact_after_turns: int = 6, reads: Any = None, role: str = "",
+                 roots: list[Path] | None = None, home: Path | None = None, cox_home: Path | None = None) -> None:
         self.model = model
         self.microcompact_after_turns = microcompact_after_turns
         self.specs = sorted(specs, key=lambda s: s.name)
         self.cwd = cwd
         self.max_output_tokens = max_output_tokens
         system = f"{SYSTEM_PROMPT}\n\n# Your role in this session\n\n{role.strip()}" if role.strip() else SYSTEM_PROMPT
-        self.stable = [tool_block(self.specs), system, instruction_block(cwd, reads=reads)]
+        self.stable = [tool_block(self.specs), system, instruction_block(cwd, reads=reads, roots=roots, home=home,
+                                                                           cox_home=cox_home)]
 
     def set_tools(self, specs: list[ToolSpec]) -> None:
         """The tool set really changed (a deferred tool joined): the one time system[0] changes."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import urwid
 
+from cox.commands.files import BUILTIN
 from cox.policy.sanitize import sanitize
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, RewindWhat
@@ -39,7 +40,7 @@ FRAME_S = 1 / 30
 MODE_CYCLE = ["default", "acceptEdits", "plan"]
 MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermissions")
 
-COMMANDS = ("mode", "compact", "rewind", "model", "cost", "agents", "clear", "help", "quit")
+COMMANDS = BUILTIN
 REWIND_WHAT = ("code", "conversation", "both")
 ESC_ESC_S = 0.8  # two Esc presses this close together on an empty composer open /rewind
 CTRL_C_S = 2.0  # a second Ctrl+C this soon after the first, on an empty composer, quits
@@ -50,7 +51,8 @@ HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /
         "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
         "PgUp/PgDn scroll · Ctrl+D quit\n"
         "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
-        "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /clear · /help · /quit")
+        "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /init (write AGENTS.md) · /clear · "
+        "/help · /quit")
 
 # (name, foreground, background, mono)
 PALETTE: list[tuple[str, str, str, str]] = [
@@ -355,6 +357,9 @@ class TUI:
         self.db_path = str(st.get("db") or "")  # cox.db (default: $COX_HOME's); /rewind lists its checkpoints
         self.mcp_state = st.get("mcp_state")  # () -> MCP server rows; polled, servers start in the background
         self.worktree = st.get("worktree")  # the cox.worktrees.Worktree the session runs in: /quit offers to remove it
+        self.commands = st.get("commands")  # cox.commands.turns.SessionCommands: custom commands, MCP prompts, /init
+        if self.commands is not None and self.commands.run is not None:
+            self.commands.run.ask = self.ask_bang  # a command's !`…` line the engine asks about: the person says
         self.completions = ""  # what Tab found, shown in the hint line until the next key
         self._files: list[str] | None = None
         self.picker: dict[str, Any] | None = None  # the /rewind picker: stage, turns, sel, turn
@@ -497,6 +502,8 @@ class TUI:
         self.refresh_git()
         if callable(self.mcp_state):
             threading.Thread(target=self._watch_mcp, name="tui-mcp", daemon=True).start()
+        if self.commands is not None and self.commands.prompts is not None:  # /help and Tab list MCP prompts
+            threading.Thread(target=self.commands.load_prompts, name="tui-prompts", daemon=True).start()
 
     def _start_reader(self) -> None:
         self._reader = threading.Thread(target=self._read, name="tui-reader", daemon=True)
@@ -602,6 +609,10 @@ class TUI:
                     self.model.status.git = extra
                 elif event == "mcp":
                     self.model.status.mcp = extra
+                elif event == "command":
+                    self._command_ready(extra)
+                elif event == "confirm":
+                    self.ask_confirm(*extra)
                 elif event == "dead":
                     self.model.add("error", "the session stopped")
                     self.exit_code = 1
@@ -859,7 +870,9 @@ class TUI:
             from .escape import escape_note
 
             note = escape_note()
-            self.model.add("notice", HELP + (f"\n{note}" if note else ""))
+            custom = self.commands.help_lines() if self.commands is not None else []
+            listed = ("\ncustom commands: " + " · ".join(custom)) if custom else ""
+            self.model.add("notice", HELP + listed + (f"\n{note}" if note else ""))
         elif word == "mode":
             if rest == "architect":
                 self.ask_confirm(f"architect mode runs main turns on {self.think_price or 'the think tier'}; go on?",
@@ -906,6 +919,9 @@ class TUI:
         elif word == "clear":
             self.model.clear()
             self.rebuild_views()
+        elif self.commands is not None and (word == "init" or self.commands.get(word) is not None
+                                            or word.startswith("mcp__")):
+            self.custom_command(line)
         else:
             from cox.agents.skills import user_named
 
@@ -917,6 +933,66 @@ class TUI:
             self.handle.submit(m.UserTurn(text=turn))
             self.model.status.turn_running = True
 
+    def custom_command(self, line: str) -> None:
+        """``/init``, a custom command or an MCP prompt: expanded on a thread of its own (its
+        ``!`…``` lines run commands, its prompt asks a server), then sent as the user turn."""
+        commands = self.commands
+        assert commands is not None
+
+        def work() -> None:
+            from cox.commands.expand import CommandError
+
+            try:
+                item: tuple[str, Any] = ("text", commands.expand(line) or (line, None))
+            except CommandError as exc:
+                item = ("error", str(exc))
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the thread silently
+                item = ("error", f"/{line[1:].split(' ')[0]} failed: {exc}")
+            if self._post(("command", item)) and self.loop is not None:
+                try:
+                    self.loop.call_from_thread(self.apply_pending)
+                except RuntimeError:
+                    pass
+
+        threading.Thread(target=work, name="tui-command", daemon=True).start()
+
+    def ask_bang(self, call: Any, reason: str) -> bool:
+        """A command's ``!`…``` line the engine asks about, put to the person in the question
+        modal (from the command's thread, which waits for the answer)."""
+        answer: list[bool] = []
+        done = threading.Event()
+
+        def yes() -> None:
+            answer.append(True)
+            done.set()
+
+        def no() -> None:
+            answer.append(False)
+            done.set()
+
+        prompt = f"a command wants to run `{sanitize(str(call.input.get('command', '')))}` ({sanitize(reason)}); run it?"
+        if self._post(("confirm", (prompt, yes, no))) and self.loop is not None:
+            try:
+                self.loop.call_from_thread(self.apply_pending)
+            except RuntimeError:
+                return False
+        while not done.wait(0.2):
+            if self._stop.is_set():
+                return False
+        return bool(answer and answer[0])
+
+    def _command_ready(self, item: tuple[str, Any]) -> None:
+        kind, got = item
+        if kind == "error":
+            self.model.add("error", got)
+            return
+        text, model = got
+        if model:  # the command's front matter names a model: switched as /model NAME does
+            self.handle.submit(m.SetModel(model=model))
+        self.model.typed(text, queued=self.model.status.turn_running)
+        self.handle.submit(m.UserTurn(text=text))
+        self.model.status.turn_running = True
+
     # ------------------------------------------------------------ completion
 
     def complete(self) -> None:
@@ -927,9 +1003,11 @@ class TUI:
         before = text[:pos]
         found = re.fullmatch(r"/(\S*)", before) or re.fullmatch(r"/mode\s+(\S*)", before)
         if found:
-            options = COMMANDS if before.startswith("/") and " " not in before else MODES
+            slash = before.startswith("/") and " " not in before
+            custom = tuple(self.commands.names()) if self.commands is not None and slash else ()
+            options = (*COMMANDS, *custom) if slash else MODES
             cands = [c for c in options if c.startswith(found.group(1))]
-            shown = [("/" if options is COMMANDS else "") + c for c in cands]
+            shown = [("/" if slash else "") + c for c in cands]
         else:
             found = re.search(r"(?:^|\s)@(\S*)$", before)
             if not found:
