@@ -122,7 +122,9 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         from cox.actors.session.resume import rebuild
         from cox.actors.store.rollout import read_rollout
 
-        session_id = args.resume or _latest_session(layout, cwd)
+        from .claude_code.ids import uuid_to_ulid
+
+        session_id = uuid_to_ulid(args.resume) if args.resume else _latest_session(layout, cwd)  # either spelling
         if session_id is None:
             raise Refused(f"no stored session for {cwd}; `cox sessions` lists them")
         if not layout.rollout(session_id).is_file():
@@ -272,24 +274,35 @@ def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
     from .headless import refusal
 
     stopper.settle()
-    code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
+    if getattr(args, "dialect", "cox") == "claude":
+        from .claude_code.driver import refusal as claude_refusal
+
+        code = claude_refusal(args, message, stop, getattr(args, "resume", None))
+    else:
+        code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
     stopper.exit_code = code
     return code
 
 
 def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     prep: Prepared | None = None
+    dialect: Any = None
     try:
         prompt = read_prompt(args)
         prep = prepare(args, approval_default="never", headless=True)
+        if getattr(args, "dialect", "cox") == "claude":  # Claude Code's wire: reads stdin from here on
+            from .claude_code.driver import ClaudeDialect
+
+            dialect = ClaudeDialect(args, prep)
         from .runtime import App
 
         apps.append(App(prep.home))
         app = apps[0]
         store_ready(app)
         tools, deferred = session_tools(app, prep)
+        hooks = session_hooks(prep)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                  hooks=session_hooks(prep), deferred=deferred)
+                                  hooks=dialect.hooks(hooks) if dialect is not None else hooks, deferred=deferred)
     except Refused as exc:
         return _refuse(args, stopper, str(exc), "usage" if exc.code == EXIT_USAGE else "error")
     except Exception as exc:  # the store could not start (a home the cheap checks let through), or a bug
@@ -299,7 +312,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
-                        explain=lambda: home_problem(home, deep=True))
+                        explain=lambda: home_problem(home, deep=True), dialect=dialect)
 
 
 def store_ready(app: Any) -> None:
