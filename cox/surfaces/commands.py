@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,9 @@ class Prepared:
     """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
     worktree: Any = None
     """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
+    extra_mcp: dict[str, Any] = field(default_factory=dict)
+    """MCP servers besides the configured ones, by name (Claude Code's dialect: the SDK client's
+    in-process servers); they win a name clash."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -183,7 +187,7 @@ def session_tools(app: Any, prep: Prepared, *,
         tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
     from cox.actors.mcp.config import load_servers
 
-    servers = load_servers(prep.config.mcp, prep.cwd)
+    servers = {**load_servers(prep.config.mcp, prep.cwd), **prep.extra_mcp}
     builtin_deferred: dict[str, BaseTool] = {}
     if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
         from cox.actors.tools.registry import deferred_builtin_tools

@@ -96,7 +96,10 @@ class Channel:
                 if not isinstance(data, dict):
                     self._say(f"stdin line {lineno}: expected a JSON object; skipped")
                     continue
-                self._take(lineno, data)
+                try:
+                    self._take(lineno, data)
+                except Exception as exc:  # a bug on one line must not stop the reading of the next
+                    self._say(f"stdin line {lineno}: cox failed on it ({exc}); skipped")
         except (OSError, ValueError) as exc:
             self._say(f"stdin could not be read ({exc})")
         finally:

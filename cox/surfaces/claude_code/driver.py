@@ -47,6 +47,12 @@ class ClaudeDialect:
             self.printer.on_approval = Permissions(self.outgoing, lambda: self.handle, str(prep.cwd)).ask
         self.channel = Channel(self.wire, self.outgoing, self.err, printer=self.printer, hooks=self.client_hooks,
                                mcp=self._mcp_status, models=self._models)
+        from .sdk_mcp import sdk_servers
+
+        specs, problems = sdk_servers(getattr(args, "mcp_config", None), self.outgoing)
+        prep.extra_mcp.update(specs)
+        for problem in problems:
+            self.err.write(f"cox: warning: {problem}\n")
         for flag in getattr(args, "ignored_flags", None) or []:
             self.err.write(f"cox: warning: {flag} is not supported by this cox yet; ignored\n")
         if streaming:
