@@ -148,3 +148,64 @@ def test_set_permission_mode_changes_what_the_next_call_may_do(cox_sdk):
     assert (cox_sdk.ws / "marker.txt").exists() and after[-1].permission_denials == []
     init = next(m for m in after if isinstance(m, SystemMessage) and m.subtype == "init")
     assert init.data["permissionMode"] == "bypassPermissions"
+
+
+def test_rewind_files_puts_the_files_back_as_they_were_before_that_user_message(cox_sdk):
+    from claude_agent_sdk import ClaudeSDKClient, UserMessage
+
+    def write(text: str, call_id: str) -> dict[str, Any]:
+        return {"tool_calls": [{"id": call_id, "name": "write", "input": {"path": "b.txt", "content": text}}]}
+
+    cox_sdk.replies([write("one\n", "w1"), {"text": "wrote one"}, write("two\n", "w2"), {"text": "wrote two"}])
+    options = cox_sdk.options(permission_mode="acceptEdits", enable_file_checkpointing=True,
+                              extra_args={"replay-user-messages": None})
+
+    async def main() -> str:
+        async with ClaudeSDKClient(options) as client:
+            await turn(client, "write one")
+            second = await turn(client, "write two")
+            prompt = next(m for m in second if isinstance(m, UserMessage) and m.content == "write two")
+            assert prompt.uuid and (cox_sdk.ws / "b.txt").read_text() == "two\n"
+            await client.rewind_files(prompt.uuid)
+            try:
+                await client.rewind_files("00000000-0000-0000-0000-000000000000")
+            except Exception as exc:  # the SDK raises the error response
+                return str(exc)
+            return ""
+
+    error = run(main)
+    assert (cox_sdk.ws / "b.txt").read_text() == "one\n"
+    assert "no user message" in error
+
+
+def test_a_can_use_tool_question_still_open_when_the_turn_is_interrupted_is_withdrawn(cox_sdk):
+    import anyio
+    from claude_agent_sdk import ClaudeSDKClient, PermissionResultAllow, ResultMessage
+
+    cox_sdk.replies([bash("touch late.txt"), {"text": "next turn"}])
+    asked = anyio.Event()
+
+    withdrawn: list[bool] = []
+
+    async def slow(name: str, given: dict[str, Any], context: Any) -> Any:
+        asked.set()
+        try:
+            await anyio.sleep(3600)  # a person who never answers; cancelled by control_cancel_request
+        except anyio.get_cancelled_exc_class():
+            withdrawn.append(True)
+            raise
+        return PermissionResultAllow()
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with ClaudeSDKClient(cox_sdk.options(can_use_tool=slow)) as client:
+            await client.query("make it")
+            await asked.wait()
+            await client.interrupt()
+            first = [m async for m in client.receive_response()]
+            second = await turn(client, "go on")
+            assert withdrawn == [True]  # while the client is still connected: cox withdrew the question
+            return first, second
+
+    first, second = run(main)
+    assert isinstance(first[-1], ResultMessage) and first[-1].subtype == "error_during_execution"
+    assert texts(second) == ["next turn"] and not (cox_sdk.ws / "late.txt").exists()

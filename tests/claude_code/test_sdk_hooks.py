@@ -75,3 +75,24 @@ def test_a_pre_tool_use_callback_may_rewrite_the_input_in_claude_codes_fields(co
 
     (block,) = tool_results(run(main))
     assert "beta" in str(block.content) and "alpha" not in str(block.content)
+
+
+def test_a_failing_callback_with_on_failure_block_denies_the_call(cox_sdk):
+    from claude_agent_sdk import ClaudeSDKClient, HookMatcher
+
+    cox_sdk.replies([bash("touch marker.txt"), {"text": "blocked"}])
+
+    async def broken(data: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        raise RuntimeError("the guard crashed")
+
+    options = cox_sdk.options(permission_mode="bypassPermissions",
+                              hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[broken], on_failure="block")]})
+
+    async def main() -> list[Any]:
+        async with ClaudeSDKClient(options) as client:
+            return await turn(client, "make the marker")
+
+    messages = run(main)
+    assert not (cox_sdk.ws / "marker.txt").exists()
+    (block,) = tool_results(messages)
+    assert block.is_error and "the guard crashed" in str(block.content)

@@ -183,7 +183,7 @@ class Channel:
                 self._say(f"warning: {problem}")
         self.initialized = True
         models = [{"value": name, "displayName": name, "description": ""} for name in self.models()]
-        return {"commands": [], "agents": [], "output_style": "default", "available_output_styles": ["default"],
+        return {"commands": [], "output_style": "default", "available_output_styles": ["default"],
                 "models": models, "account": {}, "pid": os.getpid(), "hook_on_failure_supported": True,
                 "hooks_applied": True, **self.info()}
 

@@ -43,10 +43,16 @@ class ClaudeDialect:
                                         transcript_path=str(prep.layout.rollout(s.session_id)),
                                         permission_mode=str(getattr(s.permission_mode, "value", s.permission_mode))) \
             if streaming else None
-        if getattr(args, "permission_prompt_tool", None) == "stdio" and isinstance(self.printer, ClaudePrinter):
-            self.printer.on_approval = Permissions(self.outgoing, lambda: self.handle, str(prep.cwd)).ask
+        self._agent_list: list[dict[str, Any]] | None = None
+        if isinstance(self.printer, ClaudePrinter):
+            self.printer.agents = lambda: [a["name"] for a in self.agents()]
+            self.printer.on_turn_end = self._turn_ended
+        self.permissions: Permissions | None = None
         self.channel = Channel(self.wire, self.outgoing, self.err, printer=self.printer, hooks=self.client_hooks,
-                               mcp=self._mcp_status, models=self._models)
+                               mcp=self._mcp_status, models=self._models, info=lambda: {"agents": self.agents()})
+        if getattr(args, "permission_prompt_tool", None) == "stdio" and isinstance(self.printer, ClaudePrinter):
+            self.permissions = Permissions(self.outgoing, lambda: self.handle, str(prep.cwd))
+            self.printer.on_approval = self.permissions.ask
         from .sdk_mcp import sdk_servers
 
         specs, problems = sdk_servers(getattr(args, "mcp_config", None), self.outgoing)
@@ -67,6 +73,28 @@ class ClaudeDialect:
         if isinstance(self.printer, ClaudePrinter):
             self.printer.mcp_manager = self.prep.mcp
         self.channel.attach(handle, inbox, closed, wake)
+
+    def _turn_ended(self) -> None:
+        if self.permissions is not None:
+            self.permissions.turn_ended()
+
+    def agents(self) -> list[dict[str, Any]]:
+        """The subagent types the ``Task`` tool takes here (built-ins and the agent files), as
+        ``initialize`` and ``system/init`` list them; read once."""
+        if self._agent_list is None:
+            s = self.prep.settings
+            self._agent_list = []
+            if s.max_agent_depth > 0:
+                try:
+                    from cox.agents.defs import load_agents
+
+                    defs = load_agents(self.prep.cwd, s.home, cox_home=s.cox_home or self.prep.home,
+                                       parent_model=s.model, models=s.model_overrides).defs
+                except Exception:  # the session reports a broken agent file itself
+                    defs = {}
+                self._agent_list = [{"name": name, "description": d.description, **({"model": d.model} if d.model else {})}
+                                    for name, d in defs.items()]
+        return self._agent_list
 
     def _models(self) -> list[str]:
         s = self.prep.settings

@@ -31,6 +31,7 @@ class Permissions:
         self.outgoing = outgoing
         self.handle_of = handle_of
         self.cwd = cwd
+        self.open: set[str] = set()
 
     def ask(self, event: Any) -> None:
         call = event.call
@@ -42,15 +43,26 @@ class Permissions:
         if call.subject:
             request["description"] = call.subject
 
-        def answer(payload: dict[str, Any] | None, why: str | None) -> None:
-            self._decide(call, name, shown, payload, why)
+        sent: list[str] = []
 
-        self.outgoing.send(request, answer)
+        def answer(payload: dict[str, Any] | None, why: str | None) -> None:
+            self._decide(call, name, shown, payload, why, sent[0] if sent else "")
+
+        sent.append(self.outgoing.send(request, answer))
+        self.open.add(sent[0])
+
+    def turn_ended(self) -> None:
+        """The turn is over: a question still open about one of its calls is withdrawn
+        (``control_cancel_request``), so the client stops asking a person about it."""
+        for request_id in list(self.open):
+            self.outgoing.cancel(request_id, "the turn ended before the client answered")
+        self.open.clear()
 
     def _decide(self, call: Any, name: str, shown: dict[str, Any], payload: dict[str, Any] | None,
-                why: str | None) -> None:
+                why: str | None, request_id: str) -> None:
+        self.open.discard(request_id)
         handle = self.handle_of()
-        if handle is None:
+        if handle is None or (why is not None and why.startswith("the turn ended")):
             return
         interrupt = False
         if why is not None or not isinstance(payload, dict):

@@ -98,6 +98,8 @@ class ClaudePrinter:
         self.on_approval: Callable[[Any], None] | None = None
         """Called for each ``approval_required`` (``--permission-prompt-tool stdio``: ``can_use_tool``)."""
         self.mcp_manager: Any = None
+        self.on_turn_end: Callable[[], None] | None = None
+        """Called at each ``turn_done`` (questions to the client about that turn are withdrawn)."""
 
     # ------------------------------------------------------------------ the Printer's calls
 
@@ -127,6 +129,9 @@ class ClaudePrinter:
                 self.on_approval(event)
         elif t == "user_message":
             self._user_message(event)
+        elif t == "turn_done":
+            if self.on_turn_end is not None:
+                self.on_turn_end()
         elif t == "notice" and event.level in ("warning", "security", "error"):
             self._status(f"{event.level}: {event.message}")
         elif t == "error":
