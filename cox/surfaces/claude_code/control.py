@@ -37,6 +37,7 @@ from .wire import Wire
 Wake = Callable[[], None]
 MODES = [mode.value for mode in PermissionMode]
 REWIND_TIMEOUT_S = 60.0
+SLOW = frozenset({"rewind_files", "mcp_reconnect"})
 
 
 class RequestError(Exception):
@@ -136,6 +137,11 @@ class Channel:
             if turn is not None and self.inbox is not None:
                 self.inbox.append(turn)
                 self.wake()
+        elif kind == "control_request" and _subtype(data) in SLOW:
+            # These wait on the session or a server, which may be waiting on an answer this
+            # reader has to deliver (a hook callback's): answered from a thread of their own.
+            threading.Thread(target=self._answer, args=(data, self._handler(_subtype(data))),
+                             name="cox-claude-request", daemon=True).start()
         elif kind == "control_request":
             self._answer(data, self._handler(_subtype(data)))
         else:
