@@ -96,3 +96,24 @@ def test_a_failing_callback_with_on_failure_block_denies_the_call(cox_sdk):
     assert not (cox_sdk.ws / "marker.txt").exists()
     (block,) = tool_results(messages)
     assert block.is_error and "the guard crashed" in str(block.content)
+
+
+def test_a_stop_callback_that_always_continues_cannot_loop_the_model_forever(cox_sdk):
+    from claude_agent_sdk import ClaudeSDKClient, HookMatcher
+
+    cox_sdk.replies([{"text": f"answer {i}"} for i in range(10)])
+    stops: list[bool] = []
+
+    async def again(data: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        stops.append(data["stop_hook_active"])
+        return {"decision": "block", "reason": "keep going"}
+
+    options = cox_sdk.options(hooks={"Stop": [HookMatcher(hooks=[again])]})
+
+    async def main() -> list[Any]:
+        async with ClaudeSDKClient(options) as client:
+            return await turn(client, "answer")
+
+    messages = run(main)
+    assert messages[-1].subtype == "success" and messages[-1].result == "answer 5"
+    assert stops == [False, True, True, True, True, True]

@@ -11,6 +11,7 @@ One idea per module:
   ``stream_event`` / ``result`` messages;
 - ``outgoing``: cox's own control requests to the client (``can_use_tool``, ``hook_callback``,
   ``mcp_message``), each answered by a ``control_response`` read from stdin;
+- ``permission``: ``--permission-prompt-tool stdio``: approvals asked as ``can_use_tool``;
 - ``control``: the stdin side: user messages and the client's ``control_request``s;
 - ``hooks``: hooks the client registered at ``initialize``, run at cox's hook points;
 - ``sdk_mcp``: in-process SDK MCP servers (``type: "sdk"`` in ``--mcp-config``), reached over the

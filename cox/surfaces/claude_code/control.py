@@ -30,7 +30,6 @@ from typing import IO, Any
 from cox.protocol import messages as m
 from cox.protocol.types import PermissionMode
 
-from .ids import ulid_to_uuid
 from .outgoing import Outgoing
 from .wire import Wire
 
@@ -311,4 +310,4 @@ def _subtype(data: dict[str, Any]) -> str:
     return str(request.get("subtype", "")) if isinstance(request, dict) else ""
 
 
-__all__ = ["Channel", "RequestError", "ulid_to_uuid"]
+__all__ = ["Channel", "RequestError"]

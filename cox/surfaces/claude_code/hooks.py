@@ -19,6 +19,7 @@ from typing import Any
 from cox.actors.tools.spelling import to_claude, to_cox
 from cox.hooks.answer import interpret, merge
 from cox.hooks.run import Outcome
+from cox.hooks.session import MAX_STOP_CONTINUES
 from cox.hooks.spec import TOOL_EVENTS, HookSpec
 from cox.slim import dataclass
 
@@ -44,6 +45,7 @@ class ClientHooks:
         self.transcript_path = transcript_path
         self.permission_mode = permission_mode
         self.callbacks: list[Callback] = []
+        self.stop_continues = 0
 
     def register(self, config: Any) -> list[str]:
         """``initialize``'s ``hooks``; returns what could not be registered, as sentences."""
@@ -64,6 +66,8 @@ class ClientHooks:
         return problems
 
     def run(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        if point == "UserPromptSubmit":
+            self.stop_continues = 0
         chosen = self._chosen(point, payload)
         if not chosen:
             return None
@@ -72,6 +76,14 @@ class ClientHooks:
         reply = merge(answers)
         if reply and point == "PreToolUse" and isinstance(reply.get("input"), dict):
             _, reply["input"] = to_cox(data["tool_name"], reply["input"])
+        if reply and point == "Stop" and reply.get("continue"):
+            self.stop_continues += 1  # a callback that always says "continue" would loop the model forever
+            if self.stop_continues > MAX_STOP_CONTINUES:
+                reply.pop("continue")
+                reply.setdefault("warnings", []).append(
+                    f"a Stop hook callback asked to continue {MAX_STOP_CONTINUES} times in a row; the turn ends")
+        elif point == "Stop":
+            self.stop_continues = 0
         return reply
 
     def _chosen(self, point: str, payload: dict[str, Any]) -> list[Callback]:
@@ -110,7 +122,7 @@ class ClientHooks:
         elif point == "UserPromptSubmit":
             data["prompt"] = payload.get("prompt", "")
         elif point == "Stop":
-            data["stop_hook_active"] = False
+            data["stop_hook_active"] = self.stop_continues > 0
         elif point == "SessionStart":
             data["source"] = payload.get("source", "startup")
         elif point in ("Notification",):

@@ -22,8 +22,8 @@ cox's own dialect.
 
 from __future__ import annotations
 
+import json
 import os
-import time
 import uuid
 from collections.abc import Callable
 from typing import IO, Any
@@ -88,6 +88,7 @@ class ClaudePrinter:
         self.model_usage: dict[str, dict[str, Any]] = {}
         self.last_usage: dict[str, Any] | None = None
         self.turn = 0
+        self.final_text: str | None = None
         self.user_turns: dict[str, int] = {}
         """The uuid of each user message this run showed → its cox turn (``rewind_files``)."""
         self._stream: dict[str, Any] | None = None  # the open stream_event message, for partial output
@@ -121,7 +122,7 @@ class ClaudePrinter:
             self.model = event.model
             self.permission_mode = event.permission_mode.value
         elif t == "turn_started":
-            self.denials, self.model_usage, self.aborted = [], {}, False
+            self.denials, self.model_usage, self.aborted, self.final_text = [], {}, False, None
             self.turn = event.turn
             self.send(self.init_message())
         elif t == "approval_required":
@@ -206,6 +207,8 @@ class ClaudePrinter:
                        "parent_tool_use_id": None, "session_id": self.session_id, "uuid": mid})
 
     def _assistant(self, content: list[dict[str, Any]], parent: str | None) -> None:
+        if parent is None:  # Claude Code's result is the last assistant message's text
+            self.final_text = "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
         message_id = self._end_stream(content, parent) or _id("msg_")
         model = (self.last_usage or {}).get("model") or self.model
         usage = (self.last_usage or {}).get("usage") or {"input_tokens": 0, "output_tokens": 0}
@@ -320,8 +323,6 @@ class ClaudePrinter:
             uses = True
             s["index"] += 1
             name, given = self.claude_call(str(block.get("name", "")), block.get("input") or {})
-            import json
-
             self._stream_event({"type": "content_block_start", "index": s["index"], "content_block": {
                 "type": "tool_use", "id": block.get("id", ""), "name": name, "input": {}}}, None)
             self._stream_event({"type": "content_block_delta", "index": s["index"], "delta": {
@@ -348,14 +349,15 @@ class ClaudePrinter:
             "type": "result", "subtype": subtype, "is_error": is_error,
             "duration_ms": base["duration_ms"], "duration_api_ms": base["duration_api_ms"],
             "num_turns": base["num_turns"],
-            "result": base["partial_result"] if is_error else base["result"],
+            "result": base["partial_result"] if is_error else self.final_text if self.final_text is not None
+            else base["result"],
             "stop_reason": STOP_REASON.get(stop),
             "session_id": ulid_to_uuid(base.get("session_id") or "") or self.session_id,
             "total_cost_usd": base["total_cost_usd"], "usage": base["usage"],
             "modelUsage": self.model_usage, "permission_denials": self.denials,
             "terminal_reason": terminal, "errors": errors, "uuid": _id(),
         }
-        self.denials, self.model_usage, self.calls = [], {}, {}
+        self.denials, self.model_usage, self.calls, self.final_text = [], {}, {}, None
         return _scrub(res)  # type: ignore[no-any-return]
 
 
@@ -382,6 +384,3 @@ def _window(model: str) -> int:
     except Exception:
         return 0
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
