@@ -12,12 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from cox.actors.tools.spelling import to_claude
 from tests.claude_code.conftest import ROOT
-
-pytestmark = pytest.mark.timeout(120)
 
 SCRIPT = {
     "model": "scripted",
@@ -82,7 +78,6 @@ def from_sdk(lines: list[dict[str, Any]]) -> tuple[list[Any], list[Any], list[An
 
 
 def test_the_sdk_parser_reads_what_cox_events_say(tmp_path):
-    pytest.importorskip("claude_agent_sdk")
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("alpha\n")

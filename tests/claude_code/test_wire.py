@@ -16,7 +16,6 @@ import pytest
 
 from tests.claude_code.conftest import ROOT
 
-pytestmark = pytest.mark.timeout(120)
 BOUND_S = 60.0
 
 

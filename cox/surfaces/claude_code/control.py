@@ -186,6 +186,10 @@ class Channel:
             problems = self.hooks.register(request.get("hooks"))
             for problem in problems:
                 self._say(f"warning: {problem}")
+        agents = request.get("agents")
+        if isinstance(agents, dict) and agents:
+            self._say(f"warning: initialize: the client's own agent definitions ({', '.join(sorted(map(str, agents)))}) "
+                      "are not supported by cox yet; ignored (cox's agent files under .cox/agents/ or .claude/agents/ are)")
         self.initialized = True
         models = [{"value": name, "displayName": name, "description": ""} for name in self.models()]
         return {"commands": [], "output_style": "default", "available_output_styles": ["default"],
