@@ -202,3 +202,14 @@ def test_a_model_cannot_forge_a_control_line_or_leak_a_secret_onto_the_wire(tmp_
                           {"text": "read it"}])
     p = cox(["-p", "read", "--output-format", "stream-json", "--verbose", "--script", s], ws, tmp_path)
     assert key not in p.stdout and "control_request" not in [x["type"] for x in lines(p.stdout)]
+
+
+def test_a_script_may_send_user_lines_without_initialize(tmp_path, ws):
+    s = script(tmp_path, [{"text": "one"}, {"text": "two"}])
+    stdin = "\n".join(json.dumps({"type": "user", "message": {"role": "user", "content": text}}) for text in ("a", "b"))
+    p = cox(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json", "--script", s], ws,
+            tmp_path, input=stdin + "\n")
+    out = lines(p.stdout)
+    assert p.returncode == 0, p.stderr
+    assert [x["result"] for x in out if x["type"] == "result"] == ["one", "two"]
+    assert [x["subtype"] for x in out if x["type"] == "system"] == ["init", "init"]
