@@ -117,3 +117,26 @@ def test_a_stop_callback_that_always_continues_cannot_loop_the_model_forever(cox
     messages = run(main)
     assert messages[-1].subtype == "success" and messages[-1].result == "answer 5"
     assert stops == [False, True, True, True, True, True]
+
+
+def test_a_user_prompt_submit_callback_that_blocks_keeps_the_prompt_from_the_model(cox_sdk):
+    from claude_agent_sdk import ClaudeSDKClient, HookMatcher
+
+    cox_sdk.replies([{"text": "the first reply the model gives"}])
+
+    async def screen(data: dict[str, Any], tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        if "password" in data["prompt"]:
+            return {"decision": "block", "reason": "no passwords in prompts"}
+        return {}
+
+    options = cox_sdk.options(hooks={"UserPromptSubmit": [HookMatcher(hooks=[screen])]})
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        async with ClaudeSDKClient(options) as client:
+            return await turn(client, "my password is hunter2"), await turn(client, "hello")
+
+    blocked, allowed = run(main)
+    result = blocked[-1]
+    assert result.is_error and result.terminal_reason == "hook_stopped"
+    assert any("no passwords in prompts" in e for e in result.errors or [])
+    assert allowed[-1].result == "the first reply the model gives"  # the blocked prompt took no reply

@@ -40,16 +40,17 @@ CLAUDE_CODE_VERSION = "2.1.0"
 below 2.0.0). cox's own version is in ``cox_version``."""
 
 SUBTYPES = {
-    "end_turn": "success", "max_tokens": "success", "denied": "success",
+    "end_turn": "success", "max_tokens": "success", "denied": "error_during_execution",
     "max_turns": "error_max_turns", "budget": "error_max_budget_usd",
     "error": "error_during_execution", "interrupted": "error_during_execution",
     "usage": "error_during_execution",
 }
 """cox's stop reasons as Claude Code's result subtypes. A denied call never fails a turn in this
-dialect (the denial goes to the model and the turn goes on), so ``denied`` is a success."""
-TERMINAL = {"end_turn": "completed", "max_tokens": "completed", "denied": "completed", "max_turns": "max_turns",
+dialect (the denial goes to the model and the turn goes on): ``denied`` is the turn a
+UserPromptSubmit hook blocked, which never reached the model."""
+TERMINAL = {"end_turn": "completed", "max_tokens": "completed", "denied": "hook_stopped", "max_turns": "max_turns",
             "budget": "max_budget", "error": "model_error", "usage": "model_error"}
-STOP_REASON = {"end_turn": "end_turn", "max_tokens": "max_tokens", "denied": "end_turn"}
+STOP_REASON = {"end_turn": "end_turn", "max_tokens": "max_tokens"}
 
 
 def _id(prefix: str = "") -> str:
