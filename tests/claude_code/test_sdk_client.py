@@ -209,3 +209,20 @@ def test_a_can_use_tool_question_still_open_when_the_turn_is_interrupted_is_with
     first, second = run(main)
     assert isinstance(first[-1], ResultMessage) and first[-1].subtype == "error_during_execution"
     assert texts(second) == ["next turn"] and not (cox_sdk.ws / "late.txt").exists()
+
+
+def test_a_second_message_sent_while_a_turn_runs_waits_for_it(cox_sdk):
+    from claude_agent_sdk import ClaudeSDKClient, ResultMessage
+
+    cox_sdk.replies([{"text": "slow answer", "delay_ms": 300}, {"text": "second answer"}])
+
+    async def main() -> list[Any]:
+        async with ClaudeSDKClient(cox_sdk.options()) as client:
+            await client.query("first")
+            await client.query("second")  # most likely while the first still runs: each gets its own turn
+            first = [m async for m in client.receive_response()]
+            return [first, [m async for m in client.receive_response()]]
+
+    first, second = run(main)
+    assert [texts(first), texts(second)] == [["slow answer"], ["second answer"]]
+    assert all(isinstance(t[-1], ResultMessage) and t[-1].subtype == "success" for t in (first, second))
