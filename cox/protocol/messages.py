@@ -40,10 +40,15 @@ class Approve(Record):
     call_id: str
     decision: Decision
     edited_input: dict[str, Any] | None = None
+    message: str | None = None
+    """With ``deny``: the denied call's result, for the model, and the turn goes on (Claude Code's
+    ``can_use_tool`` deny). Without it a deny ends the turn, the step's other calls not run."""
 
     def __post_init__(self) -> None:
         if self.decision is Decision.EDIT and self.edited_input is None:
             raise ValueError("decision 'edit' needs edited_input (the call's new input object)")
+        if self.message is not None and self.decision is not Decision.DENY:
+            raise ValueError("'message' goes with decision 'deny' only (the denied call's result for the model)")
 
 
 @record

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .claude_code.flags import PRINT, UsageProblem, add_dialect_flags, route, settle
+
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli",
                   "hooks": "hooks_cli", "ext": "ext_cli"}
 TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks", "ext"}
@@ -70,7 +72,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
 
     run = sub.add_parser("run", help="run one session headless (for scripts)")
-    run.add_argument("-p", "--prompt", dest="prompt", help="the prompt; '-' reads it from stdin")
+    run.add_argument("-p", "--prompt", "--print", dest="prompt", nargs="?", const=PRINT,
+                     help="the prompt; '-' reads it from stdin (bare -p/--print, as Claude Code's: the prompt follows)")
     run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
                      help="text (default): the answer on stdout, status on stderr; json: one result object; "
                           "stream-json: every event as a JSON line, the result last")
@@ -92,6 +95,7 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                      help="with --resume/--continue: continue a copy under a new session id")
     run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     run.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    add_dialect_flags(run)  # Claude Code's dialect (cox.surfaces.claude_code): last, so it sees the others' flags
 
     demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")
     demo.add_argument("--json", action="store_true", help="print stream-json events instead of a transcript")
@@ -148,9 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     sys.stderr = SanitizedStream(stderr)
     try:
-        args = _parser(argv).parse_args(argv)
+        words = route(sys.argv[1:] if argv is None else argv)  # `cox -p …`: Claude Code's dialect of `cox run`
+        args = _parser(words).parse_args(words)
         if args.command == "run":
             from .commands import cmd_run
+
+            try:
+                settle(args)
+            except UsageProblem as exc:
+                print(f"cox: {exc}", file=sys.stderr)
+                return EXIT_USAGE
 
             code = cmd_run(args, stopper)
             if argv is None:

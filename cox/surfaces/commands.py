@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,9 @@ class Prepared:
     """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
     skills: Any = None
     """The session's ``cox.agents.skills.Skills`` once ``session_tools`` found them."""
+    extra_mcp: dict[str, Any] = field(default_factory=dict)
+    """MCP servers besides the configured ones, by name (Claude Code's dialect: the SDK client's
+    in-process servers); they win a name clash."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -124,7 +128,9 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         from cox.actors.session.resume import rebuild
         from cox.actors.store.rollout import read_rollout
 
-        session_id = args.resume or _latest_session(layout, cwd)
+        from .claude_code.ids import uuid_to_ulid
+
+        session_id = uuid_to_ulid(args.resume) if args.resume else _latest_session(layout, cwd)  # either spelling
         if session_id is None:
             raise Refused(f"no stored session for {cwd}; `cox sessions` lists them")
         if not layout.rollout(session_id).is_file():
@@ -184,7 +190,7 @@ def session_tools(app: Any, prep: Prepared, *,
         tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
     from cox.actors.mcp.config import load_servers
 
-    servers = load_servers(prep.config.mcp, prep.cwd)
+    servers = {**load_servers(prep.config.mcp, prep.cwd), **prep.extra_mcp}
     builtin_deferred: dict[str, BaseTool] = {}
     if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
         from cox.actors.tools.registry import deferred_builtin_tools
@@ -303,16 +309,26 @@ def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
     from .headless import refusal
 
     stopper.settle()
-    code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
+    if getattr(args, "dialect", "cox") == "claude":
+        from .claude_code.driver import refusal as claude_refusal
+
+        code = claude_refusal(args, message, stop, getattr(args, "resume", None))
+    else:
+        code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
     stopper.exit_code = code
     return code
 
 
 def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     prep: Prepared | None = None
+    dialect: Any = None
     try:
         prompt = read_prompt(args)
         prep = prepare(args, approval_default="never", headless=True)
+        if getattr(args, "dialect", "cox") == "claude":  # Claude Code's wire: reads stdin from here on
+            from .claude_code.driver import ClaudeDialect
+
+            dialect = ClaudeDialect(args, prep)
         from .runtime import App
 
         apps.append(App(prep.home))
@@ -327,7 +343,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
             if prompt == typed:  # no command of that name: a skill's, perhaps
                 prompt = named_skill(prompt, prep)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
-                                  hooks=hooks, deferred=deferred)
+                                  hooks=dialect.hooks(hooks) if dialect is not None else hooks, deferred=deferred)
         if model and not getattr(args, "model", None):  # the command's front matter; --model wins
             from cox.protocol import messages as m
 
@@ -341,7 +357,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
-                        explain=lambda: home_problem(home, deep=True))
+                        explain=lambda: home_problem(home, deep=True), dialect=dialect)
 
 
 def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = None) -> Any:

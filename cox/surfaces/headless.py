@@ -277,16 +277,21 @@ def _stdin_reader(handle: SessionHandle, stdin: IO[str], err: IO[str], closed: t
 def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_format: str = "text",
         stdin: IO[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None,
         verbose: bool = False, install_signals: bool = True, idle_timeout: float = 0.25,
-        stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None) -> int:
+        stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None,
+        dialect: Any = None) -> int:
     """Drive ``handle`` until its input is used up; returns the exit code of the last result.
 
     ``stopper``: the process's signal handling (``cox run`` installs it before start-up);
     without one, ``install_signals`` installs one for the length of this call. ``explain``: asked
     why when the session stops unexpectedly (``cox run`` checks its home: a store that could not
-    open cox.db takes the session down with it)."""
+    open cox.db takes the session down with it). ``dialect``: another wire (Claude Code's,
+    ``claude_code.driver``): its ``printer`` writes, its ``attach`` reads stdin, its
+    ``exit_code`` maps the last result; the loop — turns in order, one result each — is this one."""
     out = out or sys.stdout
     err = err or sys.stderr
-    printer = Printer(fmt, out, err, verbose)
+    printer: Any = dialect.printer if dialect is not None else Printer(fmt, out, err, verbose)
+    code_of: Callable[[dict[str, Any]], int] = dialect.exit_code if dialect is not None else exit_code
+    flush: Callable[[], None] = dialect.wire.flush if dialect is not None else out.flush
     from .trace import Trace
 
     trace = Trace()
@@ -313,7 +318,9 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     stopper.running(on_signal)
     if prompt is not None:
         inbox.append(m.UserTurn(text=prompt))
-    if input_format == "stream-json":
+    if input_format == "stream-json" and dialect is not None:
+        dialect.attach(handle, inbox, stdin_closed, lambda: handle.events.put(WAKE))
+    elif input_format == "stream-json":
         threading.Thread(target=_stdin_reader, name="cox-stdin",
                          args=(handle, stdin or sys.stdin, err, stdin_closed, inbox), daemon=True).start()
     else:
@@ -372,7 +379,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
             if handle.events.empty() or now - flushed >= FLUSH_EVERY_S:
                 # Idle: show it now. Under a burst lines leave in big writes, but never sit in the
                 # buffer longer than FLUSH_EVERY_S (the first delta of a fast stream included).
-                out.flush()
+                flush()
                 flushed = now
             if event.type == "turn_done":
                 awaiting = False
@@ -386,15 +393,15 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         stopper.settle()
         if tail or last is None or printer.since_result:
             last = _write(printer, state)
-        stopper.exit_code = exit_code(last)
-        if fmt == "text" and last is not None and last.get("session_id"):
+        stopper.exit_code = code_of(last)
+        if fmt == "text" and dialect is None and last is not None and last.get("session_id"):
             _say(err, f"cox: session {last['session_id']}\n")
         if own:
             stopper.restore()
     return stopper.exit_code
 
 
-def _write(printer: Printer, state: RunState) -> dict[str, Any]:
+def _write(printer: Any, state: RunState) -> dict[str, Any]:
     if state.stop is None:  # nothing ran since the last result (a rewind, a notice, no input at all)
         state.stop = "error" if state.error else "end_turn"
     try:
@@ -424,7 +431,7 @@ def _interrupted(stopper: Stopper) -> str:
     return f"interrupted by {stopper.name}" if stopper.name else "interrupted"
 
 
-def _rewind(handle: SessionHandle, sub: m.Rewind, printer: Printer, state: RunState) -> None:
+def _rewind(handle: SessionHandle, sub: m.Rewind, printer: Any, state: RunState) -> None:
     """Run a rewind to its end (an ``ask``: every event it emitted is queued when it returns), so
     a run that only rewinds reports how the rewind went, and a failed one is an error."""
     before = state.rewinds
@@ -442,7 +449,7 @@ def _rewind(handle: SessionHandle, sub: m.Rewind, printer: Printer, state: RunSt
     printer.since_result = True
 
 
-def _drain(handle: SessionHandle, printer: Printer, state: RunState) -> None:
+def _drain(handle: SessionHandle, printer: Any, state: RunState) -> None:
     while True:
         try:
             event, line = handle.events.get_nowait()

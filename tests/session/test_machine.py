@@ -269,6 +269,22 @@ def test_deny_ends_the_turn_after_the_step(tmp_path: Path) -> None:
     assert turn_done(out).stop is StopReason.DENIED
 
 
+def test_deny_with_a_message_gives_it_to_the_model_and_the_turn_goes_on(tmp_path: Path) -> None:
+    sm, _, _ = asked(tmp_path)
+    out = sm.on(m.Approve(call_id="c1", decision=Decision.DENY, message="use the read tool instead"))
+    done = [e for e in events(out) if e.type == "tool_call_done"][0]
+    assert done.result.status.value == "denied" and done.result.visible == "use the read tool instead"
+    assert "turn_done" not in types(out) and of(out, fx.StartStream)  # the model is asked again
+    assert sm.history[-1]["content"][0]["content"] == "use the read tool instead"
+
+
+def test_a_message_goes_with_deny_only() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="'message' goes with decision 'deny' only"):
+        m.Approve(call_id="c1", decision=Decision.ALLOW, message="why")
+
+
 def test_an_approval_for_no_waiting_call_is_a_warning(tmp_path: Path) -> None:
     sm, _ = machine(tmp_path)
     out = sm.on(m.Approve(call_id="nope", decision=Decision.ALLOW))

@@ -59,10 +59,14 @@ class McpServerSpec:
     """The file that declared it (shown by ``cox mcp trust``)."""
     warnings: tuple[str, ...] = field(default=(), compare=False)
     """What was ignored of its entry, one sentence each (``"sandbox": false`` from a project)."""
+    relay: Any = field(default=None, compare=False)
+    """An in-process server reached through the caller (the Claude Agent SDK's ``type: "sdk"``
+    servers, over its control channel): an object whose ``transport(closed)`` is the async
+    context manager yielding the session's streams. No process is started; nothing is cached."""
 
     @property
     def transport(self) -> str:
-        return "http" if self.url else "stdio"
+        return "sdk" if self.relay is not None else "http" if self.url else "stdio"
 
     @classmethod
     def from_config(cls, name: str, cfg: McpServerConfig, origin: Origin = Origin.USER,

@@ -72,6 +72,8 @@ def _digest(data: Any) -> str:
 
 def launch_record(spec: McpServerSpec, workspace: Path) -> dict[str, Any]:
     """What decides which program runs (or which endpoint is reached) for ``spec``, as JSON."""
+    if spec.relay is not None:
+        return {"transport": "sdk", "name": spec.name}
     if spec.url:
         return {"transport": "http", "url": spec.url, "headers": sorted(spec.headers)}
     return {"transport": "stdio", "command": spec.command, "args": list(spec.args),

@@ -309,6 +309,8 @@ class Connection:
 
     def _transport(self, closed: asyncio.Event) -> contextlib.AbstractAsyncContextManager[Any]:
         spec = self.spec
+        if spec.relay is not None:
+            return spec.relay.transport(closed)  # type: ignore[no-any-return]
         if spec.url:
             from .auth import http_transport
 

@@ -378,6 +378,8 @@ def _cached_listing(cache: ToolCache, spec: McpServerSpec, cwd: Path | None) -> 
     listed with an OAuth token that is gone now (``cox mcp logout``): it will need a login, and
     a session says so at start (and offers the login, interactively) only for a server it waits
     for."""
+    if spec.relay is not None:  # the client's own server: listed afresh each run (it is in-process)
+        return None
     try:
         entry = cache.entry(spec, cwd)
         if entry is None:

@@ -305,7 +305,9 @@ class TurnMachine:
             self._notice("warning", f"no call is waiting for approval with id {sub.call_id}")
             return
         batch = turn.batch
-        if sub.decision is Decision.DENY:
+        if sub.decision is Decision.DENY and sub.message is not None:  # the model reads why; the turn goes on
+            self._deliver(turn, call, ToolResult.denied(sub.message or "denied by the user"))
+        elif sub.decision is Decision.DENY:
             turn.denied_by_user = True
             self._deliver(turn, call, ToolResult.denied("denied by the user; ask them how to proceed"))
             for other in [*batch.awaiting_approval.values(), *batch.queued]:

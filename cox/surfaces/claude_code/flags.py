@@ -1,0 +1,120 @@
+"""The entry points of Claude Code's dialect and the flags that select it.
+
+``claude -p PROMPT …`` and the Claude Agent SDK's ``claude --output-format stream-json --verbose
+… --input-format stream-json`` (no sub-command) become ``cox run --dialect claude …``
+(:func:`route`), so whatever flags the ``run`` sub-parser has, the bare entry point has too.
+
+:func:`add_dialect_flags` adds this dialect's own flags to the ``run`` parser, and — until the
+engineers who implement them land their parsers — the other flags the SDK may pass, each as an
+accepted no-op that says on stderr it was ignored (``--system-prompt ""``, which the SDK always
+sends, silently). A flag another module already added is left alone, so the order in which the
+parsers are merged does not matter.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+PRINT = "\x00print"
+"""``-p``/``--print`` given without a value: Claude Code's print mode, the prompt positional."""
+
+TRIGGERS = ("-p", "--print", "--output-format", "--input-format")
+SUBCOMMANDS = frozenset({"run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch",
+                         "mcp", "hooks", "ext"})
+
+# Flags the SDK or `claude -p` scripts pass that this branch does not implement. Each entry:
+# (option strings, nargs or None for a switch, who implements it). Accepted and ignored here.
+PENDING: list[tuple[tuple[str, ...], Any, str]] = [
+    (("--system-prompt",), 1, "ccflags"), (("--system-prompt-file",), 1, "ccflags"),
+    (("--append-system-prompt",), 1, "ccflags"),
+    (("--allowedTools", "--allowed-tools"), 1, "ccflags"), (("--disallowedTools", "--disallowed-tools"), 1, "ccflags"),
+    (("--tools",), 1, "ccflags"), (("--max-budget-usd",), 1, "ccflags"), (("--fallback-model",), 1, "ccflags"),
+    (("--session-id",), 1, "ccflags"), (("--json-schema",), 1, "ccflags"), (("--setting-sources",), 1, "ccflags"),
+    (("--dangerously-skip-permissions",), None, "ccflags"),
+    (("--strict-mcp-config",), None, "ccexec"), (("--settings",), 1, "ccexec"), (("--add-dir",), 1, "ccexec"),
+    (("--betas",), 1, "nobody yet"), (("--task-budget",), 1, "nobody yet"),
+    (("--include-hook-events",), None, "nobody yet"), (("--resume-session-at",), 1, "nobody yet"),
+    (("--resume-drops-turn",), 1, "nobody yet"), (("--session-mirror",), None, "nobody yet"),
+    (("--plugin-dir",), 1, "nobody yet"), (("--thinking",), 1, "nobody yet"),
+    (("--max-thinking-tokens",), 1, "nobody yet"), (("--thinking-display",), 1, "nobody yet"),
+    (("--effort",), 1, "nobody yet"),
+]
+SILENT = {"--system-prompt": "", "--setting-sources": None}
+"""Values the SDK sends by default that mean "as usual": no warning for them."""
+
+
+def route(argv: Sequence[str]) -> list[str]:
+    """``cox -p …`` / ``cox --output-format … …`` (no sub-command before the first of those
+    flags) as ``cox run --dialect claude …``; any other command line unchanged."""
+    words = list(argv)
+    if not words or not words[0].startswith("-") or "--dialect" in words:
+        return words
+    for word in words:
+        if word in SUBCOMMANDS:
+            return words
+        if word in TRIGGERS or word.split("=", 1)[0] in TRIGGERS[2:]:
+            return ["run", "--dialect", "claude", *words]
+    return words
+
+
+class _Ignored(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        value = values[0] if isinstance(values, list) and values else values
+        if option_string in SILENT and (SILENT[option_string] is None or value == SILENT[option_string]):
+            return
+        ignored = list(getattr(namespace, "ignored_flags", None) or [])
+        ignored.append(option_string or self.dest)
+        namespace.ignored_flags = ignored
+
+
+def add_dialect_flags(run: argparse.ArgumentParser) -> None:
+    """This dialect's flags on the ``run`` parser, plus the pending no-ops (see the module's doc)."""
+    have = set(run._option_string_actions)
+    run.add_argument("--dialect", choices=["cox", "claude"], default="cox", help=argparse.SUPPRESS)
+    run.add_argument("text", nargs="?", metavar="PROMPT", help="the prompt (the same as -p PROMPT)")
+    run.add_argument("--include-partial-messages", action="store_true",
+                     help="stream-json in Claude Code's dialect: also the model's partial output (stream_event lines)")
+    run.add_argument("--replay-user-messages", action="store_true",
+                     help="stream-json in Claude Code's dialect: echo each user message (with the uuid rewind_files takes)")
+    run.add_argument("--permission-prompt-tool", metavar="stdio",
+                     help="stdio: ask the client on stdin/stdout (Claude Code's can_use_tool) about every call "
+                          "that would need a person's approval")
+    if "--mcp-config" not in have:  # ccexec parses it; this dialect takes its `type: "sdk"` servers
+        run.add_argument("--mcp-config", dest="mcp_config", action="append", metavar="JSON", default=None,
+                         help=argparse.SUPPRESS)
+    for options, nargs, _who in PENDING:
+        if any(o in have or o in run._option_string_actions for o in options):
+            continue
+        dest = "ignored_" + options[0].lstrip("-").replace("-", "_").lower()
+        if nargs is None:
+            run.add_argument(*options, dest=dest, nargs=0, action=_Ignored, help=argparse.SUPPRESS)
+        else:
+            run.add_argument(*options, dest=dest, nargs=nargs, action=_Ignored, help=argparse.SUPPRESS)
+
+
+class UsageProblem(Exception):
+    """The command line is wrong in a way argparse cannot see; the message says how."""
+
+
+def settle(args: Any) -> None:
+    """After parsing ``run``: one prompt from ``-p``/``--print`` and the positional, and what
+    ``--permission-prompt-tool`` means for approvals."""
+    prompt, text = getattr(args, "prompt", None), getattr(args, "text", None)
+    if prompt == PRINT:
+        prompt = None
+    if prompt is not None and text is not None:
+        raise UsageProblem(f"two prompts: -p {prompt!r} and {text!r}; pass one")
+    args.prompt = prompt if prompt is not None else text
+    if getattr(args, "dialect", "cox") == "claude":
+        args.verbose = False  # Claude Code's --verbose (which stream-json wants) is not cox's stderr log
+    tool = getattr(args, "permission_prompt_tool", None)
+    if tool is not None:
+        if tool != "stdio":
+            raise UsageProblem(f"--permission-prompt-tool {tool!r}: cox asks the client over stdio only "
+                               "(--permission-prompt-tool stdio, with --input-format stream-json)")
+        if getattr(args, "input_format", "text") != "stream-json":
+            raise UsageProblem("--permission-prompt-tool stdio asks the client on stdin: pass --input-format stream-json")
+        args.approve = "on-request"
