@@ -405,7 +405,7 @@ def _write(printer: Any, state: RunState) -> dict[str, Any]:
     if state.stop is None:  # nothing ran since the last result (a rewind, a notice, no input at all)
         state.stop = "error" if state.error else "end_turn"
     try:
-        res = printer.result(state)
+        res: dict[str, Any] = printer.result(state)
     except (BrokenPipeError, ValueError):  # stdout went away; the exit code still says how it ended
         res = state.result()
     state.next_action()

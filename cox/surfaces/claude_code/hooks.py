@@ -148,7 +148,7 @@ class BothHooks:
         self.client = client
 
     def run(self, point: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        first = self.commands.run(point, payload) if self.commands is not None else None
+        first: dict[str, Any] | None = self.commands.run(point, payload) if self.commands is not None else None
         if first and first.get("deny"):
             return first  # denied already: the client is not asked about a call that will not run
         if first and point == "PreToolUse" and isinstance(first.get("input"), dict):
