@@ -56,6 +56,8 @@ class Prepared:
     """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
     worktree: Any = None
     """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
+    options: Any = None
+    """The ``compat_flags.ClaudeOptions`` of the command line (tools offered, ``--json-schema``)."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -73,8 +75,14 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     from cox.config import ConfigError
 
     from . import logs
+    from .compat_flags import FlagError, check_fallback, claude_options, concrete_model, normalise_resume
     from .wiring import SetupError, build_engine, choose_provider, settings_from
 
+    normalise_resume(args)
+    try:
+        options = claude_options(args)
+    except FlagError as exc:
+        raise Refused(str(exc), EXIT_USAGE) from None
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
     if not cwd.is_dir():
         raise Refused(f"--cwd {cwd} is not a folder")
@@ -95,27 +103,34 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         if wt is not None:
             cwd = wt.path  # the session works there; the main checkout is its read-only second root
     roots = [wt.path, wt.repo] if wt is not None else None
-    flags: dict[str, Any] = {}
+    flags: dict[str, Any] = dict(options.flags)  # permissions.mode, budget.session_usd, the flags' rules
     if getattr(args, "model", None):
         flags["core.model"] = args.model
-    if getattr(args, "permission_mode", None):
-        flags["permissions.mode"] = args.permission_mode
     if getattr(args, "max_turns", None):
         flags["core.max_turns"] = args.max_turns
     try:
         config = _load_config(cwd, home, flags)
     except ConfigError as exc:
         raise Refused(f"config error: {exc}") from None
+    _name_flag_rules(config, options)
     script = getattr(args, "script", None)
+    model = getattr(args, "model", None)
+    if model:  # an alias (sonnet, opus-4-1 …) becomes the model it stands for on the provider with a key
+        model = config.core.model = concrete_model(model, config, script)
     try:
-        chosen = choose_provider(config, script, model=getattr(args, "model", None))
+        chosen = choose_provider(config, script, model=model)
         engine = build_engine(config, cwd, Path.home(), roots=roots)
+        fallback = concrete_model(options.fallback_model, config, script) if options.fallback_model else ""
+        if fallback:
+            check_fallback(fallback, chosen.model, chosen.kind, config.models)
+    except FlagError as exc:
+        raise Refused(str(exc), EXIT_USAGE) from None
     except SetupError as exc:
         raise Refused(str(exc)) from None
     except ValueError as exc:  # a malformed permission rule names itself and its file
         raise Refused(f"config error: {exc}") from None
     resumed = None
-    session_id = None
+    session_id = options.session_id
     if getattr(args, "fork_session", False) and not (getattr(args, "resume", None) or getattr(args, "continue_", False)):
         raise Refused("--fork-session copies a stored session: pass it with --resume ID or --continue", EXIT_USAGE)
     if getattr(args, "resume", None) or getattr(args, "continue_", False):
@@ -127,15 +142,20 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
             raise Refused(f"no stored session for {cwd}; `cox sessions` lists them")
         if not layout.rollout(session_id).is_file():
             raise Refused(f"no session {session_id}; `cox sessions` lists them")
-        session_id = _claim(layout, session_id, bool(getattr(args, "fork_session", False)))
+        session_id = _claim(layout, session_id, bool(getattr(args, "fork_session", False)), options.session_id)
         read = read_rollout(layout.rollout(session_id))
         resumed = rebuild(read.events)
         resumed.notices = read.notices
+    elif session_id is not None:
+        _claim_new(layout, session_id)
     settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
                              approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home(),
                              roots=roots)
     settings.cheap_model = chosen.cheap_model
     settings.think_model = chosen.think_model
+    settings.system_prompt = options.system_prompt
+    settings.append_system_prompt = options.append_system_prompt
+    settings.fallback_model = fallback
     mode_flag = getattr(args, "mode", None) or ("architect" if getattr(args, "deep", False) else None)
     settings.preset = mode_flag or config.core.mode
     if settings.preset == "architect" and mode_flag is None and headless:
@@ -147,7 +167,18 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
 
         write_record(layout, settings.session_id, wt)
         config.warnings.extend(announce(wt, layout, settings.session_id))
-    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt)
+    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt,
+                    options=options)
+
+
+def _name_flag_rules(config: Any, options: Any) -> None:
+    """Rules from ``--allowedTools`` / ``--disallowedTools`` name that flag as their origin (a
+    denial says which rule decided, and where it came from)."""
+    origins = config.permissions.origins
+    for flag, rules in (("--allowedTools", options.allow), ("--disallowedTools", options.deny)):
+        for rule in rules:
+            if str(origins.get(rule, "flag")).startswith("flag"):
+                origins[rule] = flag
 
 
 def session_tools(app: Any, prep: Prepared, *,
@@ -187,6 +218,14 @@ def session_tools(app: Any, prep: Prepared, *,
         from cox.actors.tools.registry import deferred_builtin_tools
 
         builtin_deferred = deferred_builtin_tools()
+    offered = prep.options.tools if prep.options is not None else None
+    if offered is not None:  # --tools: only the built-in tools it names (tool_search with what it finds)
+        from .compat_flags import offered_tools
+
+        search = tools.get("tool_search")
+        tools, builtin_deferred = offered_tools(tools, offered), offered_tools(builtin_deferred, offered)
+        if search is not None and (servers or builtin_deferred):
+            tools["tool_search"] = search
     if not servers:
         return tools, builtin_deferred
     from cox.actors.mcp import resource_tools, start_mcp
@@ -299,7 +338,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
-                        explain=lambda: home_problem(home, deep=True))
+                        explain=lambda: home_problem(home, deep=True), structured=prep.options.structured)
 
 
 def store_ready(app: Any) -> None:
@@ -391,20 +430,56 @@ def _tools() -> dict[str, BaseTool]:
     return builtin_tools()
 
 
-def _claim(layout: Layout, session_id: str, fork: bool) -> str:
+def _claim(layout: Layout, session_id: str, fork: bool, new_id: str | None = None) -> str:
     """One writer per session: hold the session's lock for this process, or refuse naming the
-    live holder; ``--fork-session`` continues a copy under a new id instead (never refused)."""
+    live holder; ``--fork-session`` continues a copy under a new id instead (never refused), or
+    under ``new_id`` (``--session-id``) when that id is free."""
     from cox.actors.store import lock
 
     if fork:
         from cox.actors.store.fork import fork_rollout
 
-        session_id = fork_rollout(layout, session_id)
+        if new_id is not None:
+            _claim_new(layout, new_id)
+        session_id = fork_rollout(layout, session_id, new_id)
     try:
         lock.hold(layout.sessions, session_id)
     except lock.SessionBusy as exc:
         raise Refused(str(exc)) from None
     return session_id
+
+
+def _claim_new(layout: Layout, session_id: str) -> None:
+    """``--session-id``: hold the new id's lock, then refuse it when a session has it already
+    (stored, indexed, or running in another process): two sessions never share one rollout."""
+    from cox.actors.store import lock
+
+    try:
+        lock.hold(layout.sessions, session_id)
+    except lock.SessionBusy:
+        raise Refused(f"--session-id {session_id}: a running session has that id; pass a new UUID", EXIT_USAGE) from None
+    if layout.rollout(session_id).exists() or _indexed(layout, session_id):
+        lock.release(layout.sessions, session_id)
+        raise Refused(f"--session-id {session_id}: a stored session has that id already; pass a new UUID, or "
+                      f"--resume {session_id} to continue it", EXIT_USAGE)
+
+
+def _indexed(layout: Layout, session_id: str) -> bool:
+    import sqlite3
+
+    from cox.actors.store import db
+
+    if not layout.db.exists():
+        return False
+    conn = db.connect_ro(layout.db)
+    try:
+        return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+    except sqlite3.Error as exc:
+        if not db.missing_table(exc):
+            raise
+        return False
+    finally:
+        conn.close()
 
 
 def _latest_session(layout: Layout, cwd: Path) -> str | None:

@@ -158,7 +158,8 @@ class SessionActor(CoxActor):
         guard = engine.read_guard() if hasattr(engine, "read_guard") else None
         assembler = Assembler(settings.model, specs(tools), settings.cwd,
                               microcompact_after_turns=settings.microcompact_after_turns, reads=guard,
-                              role=settings.agent_prompt)
+                              role=settings.agent_prompt, system_prompt=settings.system_prompt,
+                              append_system_prompt=settings.append_system_prompt)
         # A repeated read is answered from the earlier result only while that result is still
         # sent whole (microcompaction has not turned it into a pointer yet).
         window = settings.dedup_window_turns

@@ -151,13 +151,19 @@ class Assembler:
     """Holds the session's stable blocks and builds each request."""
 
     def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192,
-                 microcompact_after_turns: int = 6, reads: Any = None, role: str = "") -> None:
+                 microcompact_after_turns: int = 6, reads: Any = None, role: str = "", system_prompt: str = "",
+                 append_system_prompt: str = "") -> None:
         self.model = model
         self.microcompact_after_turns = microcompact_after_turns
         self.specs = sorted(specs, key=lambda s: s.name)
         self.cwd = cwd
         self.max_output_tokens = max_output_tokens
-        system = f"{SYSTEM_PROMPT}\n\n# Your role in this session\n\n{role.strip()}" if role.strip() else SYSTEM_PROMPT
+        # system[1]: cox's prompt (or --system-prompt's instead), a subagent's role, --append-system-prompt.
+        system = system_prompt.strip() or SYSTEM_PROMPT
+        if role.strip():
+            system = f"{system}\n\n# Your role in this session\n\n{role.strip()}"
+        if append_system_prompt.strip():
+            system = f"{system}\n\n{append_system_prompt.strip()}"
         self.stable = [tool_block(self.specs), system, instruction_block(cwd, reads=reads)]
 
     def set_tools(self, specs: list[ToolSpec]) -> None:
