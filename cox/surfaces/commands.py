@@ -311,7 +311,7 @@ def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
     from .headless import refusal
 
     stopper.settle()
-    code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
+    code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None) or None)
     stopper.exit_code = code
     return code
 
