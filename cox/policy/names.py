@@ -7,7 +7,7 @@ lower-case names. As in Claude Code, an ``Edit`` rule covers every tool that edi
 
 from __future__ import annotations
 
-__all__ = ["CLAUDE_TOOLS", "CLOUD_AGENT", "PATH_RULES", "RULE_TOOLS", "grant_name", "is_mcp", "rule_names_for"]
+__all__ = ["CLOUD_AGENT", "PATH_RULES", "RULE_TOOLS", "grant_name", "is_mcp", "rule_names_for"]
 
 CLOUD_AGENT = "cloud_agent"
 
@@ -33,17 +33,6 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "ListMcpResourcesTool": frozenset({"list_mcp_resources"}),
     "ReadMcpResourceTool": frozenset({"read_mcp_resource"}),
 }
-
-_AGENT_TOOLS = ("agent", "agent_wait", "agent_send", "agent_close")
-
-CLAUDE_TOOLS: dict[str, tuple[str, ...]] = {
-    "Bash": ("bash",), "Read": ("read",), "Write": ("write",), "Edit": ("edit",), "MultiEdit": ("edit",),
-    "Grep": ("grep",), "Glob": ("glob",), "LS": ("ls",), "WebFetch": ("web_fetch",), "WebSearch": ("web_search",),
-    "TodoWrite": ("todo_write",), "Task": _AGENT_TOOLS, "Agent": _AGENT_TOOLS,
-}
-"""The cox tools each of Claude Code's built-in tool names stands for, when a tool is named to be
-offered (``--tools``), not ruled: ``Read`` is the ``read`` tool alone here, while a ``Read`` rule
-covers every tool that reads a file."""
 
 # Rule names whose specifier is a path glob (``Read(~/.ssh/**)``).
 PATH_RULES = frozenset({"Read", "Grep", "Glob", "Edit", "MultiEdit", "NotebookEdit", "Write"})

@@ -244,31 +244,25 @@ def _offered(values: Sequence[Sequence[str]] | None) -> frozenset[str] | None:
     """The cox tool names ``--tools`` offers; None for all of them."""
     if values is None:
         return None
-    from cox.policy.names import CLAUDE_TOOLS
+    from cox.actors.tools.agent import agent_tools
+    from cox.actors.tools.registry import builtin_tools, deferred_builtin_tools
+    from cox.actors.tools.spelling import COX_NAME
 
     names = _split(values)
     if names == [DEFAULT_TOOLS]:
         return None
     if DEFAULT_TOOLS in names:
-        raise FlagError('--tools default means every built-in tool; it cannot be listed with other names')
-    known = _cox_tool_names()
+        raise FlagError("--tools default means every built-in tool; it cannot be listed with other names")
+    agents = frozenset(agent_tools({}))  # agent comes with agent_wait, agent_send, agent_close
+    known = frozenset({*builtin_tools(), *agents, *deferred_builtin_tools()})
     out: set[str] = set()
     for name in names:
-        if name in CLAUDE_TOOLS:
-            out.update(CLAUDE_TOOLS[name])
-        elif name in known:
-            out.add(name)
-        else:
+        cox = COX_NAME.get(name, name)
+        if cox not in known:
             raise FlagError(f"--tools: no built-in tool is called {name!r}; known: "
-                            f"{', '.join(sorted(CLAUDE_TOOLS))}, or cox's {', '.join(sorted(known))}")
+                            f"{', '.join(sorted(COX_NAME))}, or cox's {', '.join(sorted(known))}")
+        out.update(agents if cox in agents else {cox})
     return frozenset(out)
-
-
-def _cox_tool_names() -> frozenset[str]:
-    from cox.actors.tools.agent import agent_tools
-    from cox.actors.tools.registry import builtin_tools, deferred_builtin_tools
-
-    return frozenset({*builtin_tools(), *agent_tools({}), *deferred_builtin_tools()})
 
 
 def _dollars(text: Any) -> float:
