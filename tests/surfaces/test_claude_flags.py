@@ -256,6 +256,16 @@ def test_fallback_model_takes_over_when_the_main_model_is_overloaded(tmp_path, w
     assert any("fallback model claude-haiku-4-5" in n["message"] for n in run.events("notice"))
 
 
+def test_fallback_model_is_taken_once_and_never_after_text_was_shown(tmp_path, ws):
+    twice = Run(tmp_path, ws, [OVERLOADED, OVERLOADED, {"text": "never"}], "--model", "claude-sonnet-4-5",
+                "--fallback-model", "claude-haiku-4-5")
+    assert twice.code == 1 and len(twice.requests()) == 2 and "overloaded" in twice.result["result"]
+    cut = {"events": [{"text": "Half an ans"}, {"error": {"message": "overloaded", "status": 529, "retryable": False}}]}
+    shown = Run(tmp_path, ws, [cut, {"text": "never"}], "--model", "claude-sonnet-4-5",
+                "--fallback-model", "claude-haiku-4-5")
+    assert shown.code == 1 and len(shown.requests()) == 1
+
+
 def test_fallback_model_does_not_hide_other_errors(tmp_path, ws):
     bad = {"error": {"message": "invalid request", "status": 400, "retryable": False}}
     run = Run(tmp_path, ws, [bad, {"text": "never"}], "--model", "claude-sonnet-4-5", "--fallback-model", "haiku")
@@ -315,6 +325,18 @@ def test_session_id_names_the_new_session_and_is_never_reused(tmp_path, ws, cox_
     again = Run(tmp_path, ws, [{"text": "never"}], "--session-id", UUID)
     usage_error(again, "a stored session has that id already", f"--resume {UUID}")
     assert again.requests() == []
+
+
+def test_session_id_of_a_running_session_is_refused(tmp_path, ws, cox_home):
+    from cox.actors.store import lock
+
+    lock.hold(cox_home / "sessions", UUID)  # this process plays the live session that holds it
+    try:
+        run = Run(tmp_path, ws, [{"text": "never"}], "--session-id", UUID)
+    finally:
+        lock.release(cox_home / "sessions", UUID)
+    usage_error(run, "a running session has that id")
+    assert run.requests() == []
 
 
 @pytest.mark.parametrize("value", ["not-a-uuid", "6f9619ff8b86d011b42d00cf4fc964ff0", ""])
