@@ -100,7 +100,7 @@ class RunState:
     warning: str | None = None
     """The last warning or error notice: why a rewind did not happen."""
     structured: Any = NOTHING
-    """``--json-schema``: the final answer's parsed value, once it passed the schema."""
+    """``--output-schema`` / ``--json-schema``: the final answer's parsed value, once it passed."""
 
     def observe(self, event: Any) -> None:
         t = event.type
@@ -407,8 +407,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
 
 
 def _answer_again(structured: StructuredAnswer, state: RunState, inbox: collections.deque[Any]) -> bool:
-    """``--json-schema``: judge the turn's final answer. True when it goes back to the model (the
-    validation error first in the inbox); else the result carries the value or the failure."""
+    """Judge the turn's final answer against the schema. True when it goes back to the model
+    (the validation error first in the inbox); else the result carries the value or the failure."""
     verdict = structured.check("".join(state.text))
     if verdict.retry is not None:
         inbox.appendleft(m.UserTurn(text=verdict.retry))

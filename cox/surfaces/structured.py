@@ -1,14 +1,16 @@
-"""``--json-schema``: the final answer must be one JSON value valid against a schema.
+"""A final answer that must be one JSON value valid against a schema (``cox exec
+--output-schema FILE``; Claude Code's ``--json-schema`` is the same mechanism).
 
 A script that asked for JSON must get JSON or a clear failure, never prose it has to guess at.
-The model is told the schema (after the system prompt); its final answer is parsed (the whole
-text, or one fenced code block) and validated with ``jsonschema``. The first answer that fails
-is sent back with the validation error, once; a second failure ends the run as an error that
-says why. The parsed value is the result's ``structured_output``.
+The model is told the schema after the system prompt; each turn's final answer (the whole text,
+or one fenced code block) is parsed and validated with ``jsonschema``; the first that fails goes
+back to the model with the validation error, once; a second failure ends the run as an error
+that says why. The parsed value is the result's ``structured_output``.
 
-Used by ``cox run`` (``headless.run``) and by the Claude Code dialect's driver: each turn's final
-text goes to :meth:`StructuredAnswer.check`, which says what to do next. ``jsonschema`` is
-imported only when a schema is given.
+(A minimal version, with the API of the one the Claude Code flags bring —
+:meth:`StructuredAnswer.parse`, :meth:`~StructuredAnswer.instructions`,
+:meth:`~StructuredAnswer.check` — so ``headless.run(structured=…)`` drives either; ``jsonschema``
+is imported only when a schema is given.)
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ class SchemaError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """What one final answer means. ``ok``: ``value`` is the answer; else ``retry`` is the
-    message to send the model for another try, or (no tries left) ``error`` says why it failed."""
+    """One final answer judged: ``ok`` with its ``value``; else ``retry`` (the message for the
+    model's next try) or, with no try left, ``error`` (why the run failed)."""
 
     ok: bool
     value: Any = None
@@ -42,51 +44,51 @@ class Verdict:
 
 
 class StructuredAnswer:
-    """One session's schema and how many retries its current answer has used."""
+    """One session's schema, and how many retries its current answer has used."""
 
-    def __init__(self, schema: Any) -> None:
-        from jsonschema import validators
-        from jsonschema.exceptions import SchemaError as BadSchema
+    def __init__(self, schema: Any, flag: str = "--json-schema") -> None:
+        from jsonschema import validators  # type: ignore[import-untyped]
+        from jsonschema.exceptions import SchemaError as BadSchema  # type: ignore[import-untyped]
 
         if not isinstance(schema, dict | bool):
-            raise SchemaError(f"--json-schema wants a JSON Schema object, got JSON {type(schema).__name__}")
+            raise SchemaError(f"{flag} wants a JSON Schema object, got JSON {type(schema).__name__}")
         cls = validators.validator_for(schema)
         try:
             cls.check_schema(schema)
         except BadSchema as exc:
-            raise SchemaError(f"--json-schema is not a valid JSON Schema: {exc.message}") from None
+            raise SchemaError(f"{flag} is not a valid JSON Schema: {exc.message}") from None
         self.schema = schema
+        self.flag = flag
         self._validator = cls(schema)
         self.tries = 0
 
     @classmethod
-    def parse(cls, text: str) -> StructuredAnswer:
+    def parse(cls, text: str, flag: str = "--json-schema") -> StructuredAnswer:
         """From a flag's value: the schema's JSON text, or the path of a file holding it."""
         stripped = text.strip()
         if not stripped:
-            raise SchemaError("--json-schema is empty; pass a JSON Schema (its JSON text, or a file holding it)")
-        if stripped[0] not in "{[" and Path(stripped).is_file():
+            raise SchemaError(f"{flag} is empty; pass a JSON Schema (its JSON text, or a file holding it)")
+        if stripped[0] not in "{[":
             try:
                 stripped = Path(stripped).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise SchemaError(f"--json-schema: cannot read {text}: {exc}") from None
+                raise SchemaError(f"{flag}: cannot read {text} ({getattr(exc, 'strerror', None) or exc}); pass "
+                                  "a file holding a JSON Schema") from None
         try:
             schema = json.loads(stripped)
         except ValueError as exc:
-            raise SchemaError(f"--json-schema is neither JSON nor a file ({exc}); pass the schema's JSON text "
-                              "or the path of a file holding it") from None
-        return cls(schema)
+            raise SchemaError(f"{flag}: {text} is not JSON ({exc}); pass a JSON Schema") from None
+        return cls(schema, flag)
 
     def instructions(self) -> str:
-        """What the model is told, once, after the system prompt (byte-stable for the session)."""
+        """What the model is told after the system prompt (byte-stable for the session)."""
         schema = json.dumps(self.schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return ("# The final answer's format\n\n"
                 "Your final answer (the reply with no tool call that ends your work) must be exactly one JSON "
                 "value, valid against this JSON Schema, with no prose around it:\n\n" + schema)
 
     def check(self, text: str) -> Verdict:
-        """Judge one turn's final text. A failure with a retry left asks for another try; a
-        final verdict (valid, or no retry left) starts the count again for the next answer."""
+        """Judge one turn's final text; a final verdict starts the count again."""
         problem, value = self._problem(text)
         if problem is None:
             self.tries = 0
@@ -97,7 +99,7 @@ class StructuredAnswer:
                 f"Your final answer is not valid for the required JSON Schema: {problem}. Reply again with only "
                 "the corrected JSON value, nothing else."))
         self.tries = 0
-        return Verdict(False, error=f"the final answer does not match --json-schema after {RETRIES + 1} tries: "
+        return Verdict(False, error=f"the final answer does not match {self.flag} after {RETRIES + 1} tries: "
                                     f"{problem}")
 
     def _problem(self, text: str) -> tuple[str | None, Any]:
@@ -111,7 +113,7 @@ class StructuredAnswer:
             value = json.loads(body)
         except ValueError as exc:
             return f"it is not JSON ({exc})", None
-        from jsonschema.exceptions import best_match
+        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 
         error = best_match(self._validator.iter_errors(value))
         if error is None:

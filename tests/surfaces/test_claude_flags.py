@@ -214,8 +214,9 @@ def test_json_schema_from_a_file_and_a_bad_schema(tmp_path, ws):
     path = tmp_path / "schema.json"
     path.write_text(SCHEMA)
     assert Run(tmp_path, ws, [{"text": '{"n": 1}'}], "--json-schema", str(path)).result["structured_output"] == {"n": 1}
-    usage_error(Run(tmp_path, ws, [{"text": "x"}], "--json-schema", "{not json"), "neither JSON nor a file")
+    usage_error(Run(tmp_path, ws, [{"text": "x"}], "--json-schema", "{not json"), "is not JSON")
     usage_error(Run(tmp_path, ws, [{"text": "x"}], "--json-schema", '{"type": 5}'), "not a valid JSON Schema")
+    usage_error(Run(tmp_path, ws, [{"text": "x"}], "--json-schema", str(tmp_path / "missing.json")), "cannot read")
 
 
 # --- --max-budget-usd -------------------------------------------------------------------------------

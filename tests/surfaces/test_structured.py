@@ -35,7 +35,7 @@ def test_null_is_a_value_when_the_schema_allows_it() -> None:
     assert verdict.ok and verdict.value is None
 
 
-@pytest.mark.parametrize(("text", "words"), [("", "is empty"), ("{oops", "neither JSON nor a file"),
+@pytest.mark.parametrize(("text", "words"), [("", "is empty"), ("{oops", "is not JSON"),
                                              ('{"type": 7}', "not a valid JSON Schema"),
                                              ("[1, 2]", "wants a JSON Schema object")])
 def test_a_schema_that_cannot_be_used(text: str, words: str) -> None:
