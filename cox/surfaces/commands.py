@@ -56,8 +56,10 @@ class Prepared:
     """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
     worktree: Any = None
     """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
+    structured: Any = None
+    """The ``structured.StructuredAnswer`` of ``--output-schema`` (``args.json_schema``), or None."""
     options: Any = None
-    """The ``compat_flags.ClaudeOptions`` of the command line (tools offered, ``--json-schema``)."""
+    """The ``compat_flags.ClaudeOptions`` of the command line (the tools offered, prompts, …)."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -168,7 +170,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         write_record(layout, settings.session_id, wt)
         config.warnings.extend(announce(wt, layout, settings.session_id))
     return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt,
-                    options=options)
+                    structured=options.structured, options=options)
 
 
 def _name_flag_rules(config: Any, options: Any) -> None:
@@ -338,7 +340,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
-                        explain=lambda: home_problem(home, deep=True), structured=prep.options.structured)
+                        explain=lambda: home_problem(home, deep=True), structured=prep.structured)
 
 
 def store_ready(app: Any) -> None:
