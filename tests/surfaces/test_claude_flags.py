@@ -411,5 +411,7 @@ def test_an_unknown_permission_mode_names_the_choices(tmp_path, ws):
 
 
 def test_verbose_still_logs_to_stderr(tmp_path, ws):
+    quiet = Run(tmp_path, ws, [{"text": "ok"}], fmt="text")
+    assert quiet.code == 0 and "model request" not in quiet.proc.stderr
     run = Run(tmp_path, ws, [{"text": "ok"}], "--verbose", fmt="text")
-    assert run.code == 0 and run.proc.stdout == "ok\n" and run.proc.stderr.strip()
+    assert run.code == 0 and run.proc.stdout == "ok\n" and "model request" in run.proc.stderr.lower()
