@@ -17,6 +17,8 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "Read": frozenset({"read", "grep", "glob", "ls", "diagnostics", "definition", "references"}),
     "Grep": frozenset({"grep"}),
     "Glob": frozenset({"glob"}),
+    "LS": frozenset({"ls"}),
+    "TodoWrite": frozenset({"todo_write"}),
     "Edit": _EDITS,
     "MultiEdit": _EDITS,
     "NotebookEdit": _EDITS,
@@ -27,8 +29,6 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "CloudAgent": frozenset({CLOUD_AGENT}),
     "Agent": frozenset({"agent"}),
     "Task": frozenset({"agent"}),
-    "LS": frozenset({"ls"}),
-    "TodoWrite": frozenset({"todo_write"}),
     # MCP resources (Claude Code's names); the subject is ``<server>`` / ``<server> <uri>``.
     "ListMcpResourcesTool": frozenset({"list_mcp_resources"}),
     "ReadMcpResourceTool": frozenset({"read_mcp_resource"}),

@@ -28,13 +28,13 @@ __all__ = ["CLAUDE_NAME", "COX_NAME", "claude_name", "cox_name", "to_claude", "t
 COX_NAME: dict[str, str] = {
     "Bash": "bash", "Read": "read", "Write": "write", "Edit": "edit", "MultiEdit": "edit",
     "Grep": "grep", "Glob": "glob", "LS": "ls", "WebFetch": "web_fetch", "TodoWrite": "todo_write",
-    "Task": "agent", "Agent": "agent",
+    "Task": "agent", "Agent": "agent", "Skill": "skill",
 }
 """Claude Code's tool name → cox's."""
 
 CLAUDE_NAME: dict[str, str] = {
     "bash": "Bash", "read": "Read", "write": "Write", "edit": "Edit", "grep": "Grep", "glob": "Glob",
-    "ls": "LS", "web_fetch": "WebFetch", "todo_write": "TodoWrite", "agent": "Task",
+    "ls": "LS", "web_fetch": "WebFetch", "todo_write": "TodoWrite", "agent": "Task", "skill": "Skill",
 }
 """cox's tool name → Claude Code's (``edit`` with ``edits`` is ``MultiEdit``: see :func:`to_claude`)."""
 
