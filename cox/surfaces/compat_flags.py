@@ -254,7 +254,7 @@ def _offered(values: Sequence[Sequence[str]] | None) -> frozenset[str] | None:
     if DEFAULT_TOOLS in names:
         raise FlagError("--tools default means every built-in tool; it cannot be listed with other names")
     agents = frozenset(agent_tools({}))  # agent comes with agent_wait, agent_send, agent_close
-    known = frozenset({*builtin_tools(), *agents, *deferred_builtin_tools()})
+    known = frozenset({*builtin_tools(), *agents, *deferred_builtin_tools(), *COX_NAME.values()})
     out: set[str] = set()
     for name in names:
         cox = COX_NAME.get(name, name)
