@@ -62,7 +62,7 @@ _FREE: frozenset[Keys] = frozenset({
 })
 
 _PERMISSION_RANK = {PermissionMode.BYPASS: 0, PermissionMode.ACCEPT_EDITS: 1,
-                    PermissionMode.DEFAULT: 2, PermissionMode.PLAN: 3}
+                    PermissionMode.DEFAULT: 2, PermissionMode.DONT_ASK: 3, PermissionMode.PLAN: 4}
 _APPROVAL_RANK = {ApprovalPolicy.ON_REQUEST: 0, ApprovalPolicy.NEVER: 1}
 _SANDBOX_RANK = {SandboxMode.DANGER_FULL_ACCESS: 0, SandboxMode.WORKSPACE_WRITE: 1, SandboxMode.READ_ONLY: 2}
 RANKS: dict[Keys, dict[Any, int]] = {

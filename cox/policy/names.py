@@ -17,6 +17,8 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "Read": frozenset({"read", "grep", "glob", "ls", "diagnostics", "definition", "references"}),
     "Grep": frozenset({"grep"}),
     "Glob": frozenset({"glob"}),
+    "LS": frozenset({"ls"}),
+    "TodoWrite": frozenset({"todo_write"}),
     "Edit": _EDITS,
     "MultiEdit": _EDITS,
     "NotebookEdit": _EDITS,

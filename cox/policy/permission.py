@@ -8,7 +8,8 @@ once. :meth:`Engine.decide` walks the spec's order and stops at the first step t
 3. allow rules; 4. ask rules; 5. session grants;
 6. the risk default: ReadOnly runs, Write runs in ``acceptEdits`` (unless the sandbox is
    read-only), everything else asks;
-7. the approval policy: under ``never`` (headless) an ask becomes a deny that says so.
+7. ``dontAsk`` mode (Claude Code's) and the approval policy ``never`` (headless): an ask
+   becomes a deny that says so.
 
 A bash line is judged command by command (:mod:`cox.policy.bash`): a deny or ask rule that matches
 any command applies; an allow prefix rule or a grant allows the line only when every command is
@@ -112,6 +113,9 @@ class Engine:
             out = self._bash(call, mode, sandbox_mode, grants)
         else:
             out = self._tool(call, mode, sandbox_mode, grants)
+        if out.kind == "ask" and mode is PermissionMode.DONT_ASK:
+            return Outcome("deny", f"it needs approval and dontAsk mode denies what would ask ({out.reason})",
+                           out.rule, out.origin, "mode", out.rules)
         if out.kind == "ask" and ApprovalPolicy(approval_policy) is ApprovalPolicy.NEVER:
             return Outcome("deny", f"it needs approval and the approval policy is never ({out.reason})",
                            out.rule, out.origin, "approval-policy", out.rules)

@@ -50,6 +50,8 @@ class PermissionMode(StrEnum):
     ACCEPT_EDITS = "acceptEdits"
     PLAN = "plan"
     BYPASS = "bypassPermissions"
+    DONT_ASK = "dontAsk"
+    """Claude Code's: a call that would ask is denied instead (as the approval policy ``never``)."""
 
 
 class ApprovalPolicy(StrEnum):

@@ -20,9 +20,10 @@ sanitised, its JSON lossless), ``expand`` (raw bytes when redirected), ``demo`` 
 ``--plain`` (they sanitise what they draw; the TUI's own escapes must pass) or ``mcp serve``."""
 
 
-PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions"]
+PERMISSION_MODES = ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 PERMISSION_MODE_HELP = ("default: edits and commands that are not read-only ask (headless: are denied); "
-                        "acceptEdits: edits in the workspace run too; plan: read-only; bypassPermissions: nothing asks (deny rules and the sandbox still hold)")
+                        "acceptEdits: edits in the workspace run too; plan: read-only; bypassPermissions: nothing asks "
+                        "(deny rules and the sandbox still hold); dontAsk: whatever would ask is denied instead")
 MODEL_HELP = "the model for this session (overrides core.model); `cox config show` prints the configured one"
 CWD_HELP = "the workspace folder (default: the current one)"
 VERBOSE_HELP = ("also log to stderr: each model request (tokens in and out, duration, cost), each permission "
@@ -81,20 +82,16 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                      help="stream-json: Submissions as JSON lines on stdin (answer approvals, interrupt)")
     run.add_argument("--approve", choices=["never", "on-request"], default=None,
                      help="never (default): a call the policy would ask about is denied")
-    run.add_argument("--permission-mode", choices=PERMISSION_MODES, help=PERMISSION_MODE_HELP)
-    run.add_argument("--model", help=MODEL_HELP)
     run.add_argument("--max-turns", type=at_least_one, metavar="N", help="at most N model requests (N >= 1)")
     run.add_argument("--mode", choices=["architect", "editor"],
                      help="architect: plan mode with main turns on the think tier (this flag is the price consent)")
     run.add_argument("--deep", action="store_true", help="the same as --mode architect")
     run.add_argument("--cwd", metavar="DIR", help=CWD_HELP)
     run.add_argument("--worktree", metavar="NAME", help=WORKTREE_HELP)
-    run.add_argument("--resume", metavar="ID", help="continue a stored session")
-    run.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
-    run.add_argument("--fork-session", action="store_true",
-                     help="with --resume/--continue: continue a copy under a new session id")
     run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
-    run.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    from .compat_flags import add_claude_flags
+
+    add_claude_flags(run)  # Claude Code's flags: --allowedTools, --model sonnet, -r, --json-schema …
     add_dialect_flags(run)  # Claude Code's dialect (cox.surfaces.claude_code): last, so it sees the others' flags
 
     demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")

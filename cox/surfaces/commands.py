@@ -62,6 +62,10 @@ class Prepared:
     extra_mcp: dict[str, Any] = field(default_factory=dict)
     """MCP servers besides the configured ones, by name (Claude Code's dialect: the SDK client's
     in-process servers); they win a name clash."""
+    structured: Any = None
+    """The ``structured.StructuredAnswer`` of ``--output-schema`` (``args.json_schema``), or None."""
+    options: Any = None
+    """The ``compat_flags.ClaudeOptions`` of the command line (the tools offered, prompts, …)."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -79,8 +83,14 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     from cox.config import ConfigError
 
     from . import logs
+    from .compat_flags import FlagError, check_fallback, claude_options, concrete_model, normalise_resume
     from .wiring import SetupError, build_engine, choose_provider, settings_from
 
+    normalise_resume(args)
+    try:
+        options = claude_options(args)
+    except FlagError as exc:
+        raise Refused(str(exc), EXIT_USAGE) from None
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
     if not cwd.is_dir():
         raise Refused(f"--cwd {cwd} is not a folder")
@@ -101,27 +111,34 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         if wt is not None:
             cwd = wt.path  # the session works there; the main checkout is its read-only second root
     roots = [wt.path, wt.repo] if wt is not None else None
-    flags: dict[str, Any] = {}
+    flags: dict[str, Any] = dict(options.flags)  # permissions.mode, budget.session_usd, the flags' rules
     if getattr(args, "model", None):
         flags["core.model"] = args.model
-    if getattr(args, "permission_mode", None):
-        flags["permissions.mode"] = args.permission_mode
     if getattr(args, "max_turns", None):
         flags["core.max_turns"] = args.max_turns
     try:
         config = _load_config(cwd, home, flags)
     except ConfigError as exc:
         raise Refused(f"config error: {exc}") from None
+    _name_flag_rules(config, options)
     script = getattr(args, "script", None)
+    model = getattr(args, "model", None)
+    if model:  # an alias (sonnet, opus-4-1 …) becomes the model it stands for on the provider with a key
+        model = config.core.model = concrete_model(model, config, script)
     try:
-        chosen = choose_provider(config, script, model=getattr(args, "model", None))
+        chosen = choose_provider(config, script, model=model)
         engine = build_engine(config, cwd, Path.home(), roots=roots)
+        fallback = concrete_model(options.fallback_model, config, script) if options.fallback_model else ""
+        if fallback:
+            check_fallback(fallback, chosen.model, chosen.kind, config.models)
+    except FlagError as exc:
+        raise Refused(str(exc), EXIT_USAGE) from None
     except SetupError as exc:
         raise Refused(str(exc)) from None
     except ValueError as exc:  # a malformed permission rule names itself and its file
         raise Refused(f"config error: {exc}") from None
     resumed = None
-    session_id = None
+    session_id = options.session_id
     if getattr(args, "fork_session", False) and not (getattr(args, "resume", None) or getattr(args, "continue_", False)):
         raise Refused("--fork-session copies a stored session: pass it with --resume ID or --continue", EXIT_USAGE)
     if getattr(args, "resume", None) or getattr(args, "continue_", False):
@@ -135,15 +152,20 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
             raise Refused(f"no stored session for {cwd}; `cox sessions` lists them")
         if not layout.rollout(session_id).is_file():
             raise Refused(f"no session {session_id}; `cox sessions` lists them")
-        session_id = _claim(layout, session_id, bool(getattr(args, "fork_session", False)))
+        session_id = _claim(layout, session_id, bool(getattr(args, "fork_session", False)), options.session_id)
         read = read_rollout(layout.rollout(session_id))
         resumed = rebuild(read.events)
         resumed.notices = read.notices
+    elif session_id is not None:
+        _claim_new(layout, session_id)
     settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
                              approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home(),
                              roots=roots)
     settings.cheap_model = chosen.cheap_model
     settings.think_model = chosen.think_model
+    settings.system_prompt = options.system_prompt
+    settings.append_system_prompt = options.append_system_prompt
+    settings.fallback_model = fallback
     mode_flag = getattr(args, "mode", None) or ("architect" if getattr(args, "deep", False) else None)
     settings.preset = mode_flag or config.core.mode
     if settings.preset == "architect" and mode_flag is None and headless:
@@ -155,7 +177,18 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
 
         write_record(layout, settings.session_id, wt)
         config.warnings.extend(announce(wt, layout, settings.session_id))
-    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt)
+    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt,
+                    structured=options.structured, options=options)
+
+
+def _name_flag_rules(config: Any, options: Any) -> None:
+    """Rules from ``--allowedTools`` / ``--disallowedTools`` name that flag as their origin (a
+    denial says which rule decided, and where it came from)."""
+    origins = config.permissions.origins
+    for flag, rules in (("--allowedTools", options.allow), ("--disallowedTools", options.deny)):
+        for rule in rules:
+            if str(origins.get(rule, "flag")).startswith("flag"):
+                origins[rule] = flag
 
 
 def session_tools(app: Any, prep: Prepared, *,
@@ -196,6 +229,14 @@ def session_tools(app: Any, prep: Prepared, *,
         from cox.actors.tools.registry import deferred_builtin_tools
 
         builtin_deferred = deferred_builtin_tools()
+    offered = prep.options.tools if prep.options is not None else None
+    if offered is not None:  # --tools: only the built-in tools it names (tool_search with what it finds)
+        from .compat_flags import offered_tools
+
+        search = tools.get("tool_search")
+        tools, builtin_deferred = offered_tools(tools, offered), offered_tools(builtin_deferred, offered)
+        if search is not None and (servers or builtin_deferred):
+            tools["tool_search"] = search
     if not servers:
         return tools, builtin_deferred
     from cox.actors.mcp import resource_tools, start_mcp
@@ -309,12 +350,13 @@ def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
     from .headless import refusal
 
     stopper.settle()
+    resumed = getattr(args, "resume", None) or None
     if getattr(args, "dialect", "cox") == "claude":
         from .claude_code.driver import refusal as claude_refusal
 
-        code = claude_refusal(args, message, stop, getattr(args, "resume", None))
+        code = claude_refusal(args, message, stop, resumed)
     else:
-        code = refusal(args.output_format, message, stop=stop, session_id=getattr(args, "resume", None))
+        code = refusal(args.output_format, message, stop=stop, session_id=resumed)
     stopper.exit_code = code
     return code
 
@@ -357,7 +399,8 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
-                        explain=lambda: home_problem(home, deep=True), dialect=dialect)
+                        explain=lambda: home_problem(home, deep=True), dialect=dialect,
+                        structured=prep.structured)
 
 
 def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = None) -> Any:
@@ -480,20 +523,56 @@ def _tools() -> dict[str, BaseTool]:
     return builtin_tools()
 
 
-def _claim(layout: Layout, session_id: str, fork: bool) -> str:
+def _claim(layout: Layout, session_id: str, fork: bool, new_id: str | None = None) -> str:
     """One writer per session: hold the session's lock for this process, or refuse naming the
-    live holder; ``--fork-session`` continues a copy under a new id instead (never refused)."""
+    live holder; ``--fork-session`` continues a copy under a new id instead (never refused), or
+    under ``new_id`` (``--session-id``) when that id is free."""
     from cox.actors.store import lock
 
     if fork:
         from cox.actors.store.fork import fork_rollout
 
-        session_id = fork_rollout(layout, session_id)
+        if new_id is not None:
+            _claim_new(layout, new_id)
+        session_id = fork_rollout(layout, session_id, new_id)
     try:
         lock.hold(layout.sessions, session_id)
     except lock.SessionBusy as exc:
         raise Refused(str(exc)) from None
     return session_id
+
+
+def _claim_new(layout: Layout, session_id: str) -> None:
+    """``--session-id``: hold the new id's lock, then refuse it when a session has it already
+    (stored, indexed, or running in another process): two sessions never share one rollout."""
+    from cox.actors.store import lock
+
+    try:
+        lock.hold(layout.sessions, session_id)
+    except lock.SessionBusy:
+        raise Refused(f"--session-id {session_id}: a running session has that id; pass a new UUID", EXIT_USAGE) from None
+    if layout.rollout(session_id).exists() or _indexed(layout, session_id):
+        lock.release(layout.sessions, session_id)
+        raise Refused(f"--session-id {session_id}: a stored session has that id already; pass a new UUID, or "
+                      f"--resume {session_id} to continue it", EXIT_USAGE)
+
+
+def _indexed(layout: Layout, session_id: str) -> bool:
+    import sqlite3
+
+    from cox.actors.store import db
+
+    if not layout.db.exists():
+        return False
+    conn = db.connect_ro(layout.db)
+    try:
+        return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+    except sqlite3.Error as exc:
+        if not db.missing_table(exc):
+            raise
+        return False
+    finally:
+        conn.close()
 
 
 def _latest_session(layout: Layout, cwd: Path) -> str | None:

@@ -87,7 +87,10 @@ def test_default_mode_only_narrows(cfg: Env) -> None:
         (warning,) = config.warnings
         assert warning.startswith(f"{path}:2: ignored permissions.defaultMode: ") and mode in warning
         assert str(cfg.user_file) in warning  # where to set it for cox
-    cfg.claude_user('{"permissions": {"defaultMode": "dontAsk"}}')
+    cfg.claude_user('{"permissions": {"defaultMode": "dontAsk"}}')  # narrower than default: kept
+    config = cfg.load()
+    assert config.permissions.mode is PermissionMode.DONT_ASK and config.warnings == []
+    cfg.claude_user('{"permissions": {"defaultMode": "yolo"}}')
     assert "no permission mode" in cfg.load().warnings[0]
     cfg.user('[permissions]\nmode = "plan"\n')  # a project's Claude file cannot loosen your plan
     project = cfg.claude_project('{"permissions": {"defaultMode": "default"}}')

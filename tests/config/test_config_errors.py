@@ -56,7 +56,7 @@ def test_unknown_key_in_the_project_file_is_an_error_too(cfg: Env) -> None:
     ('[context]\n\ncompact_at = 1.5\n', 3, "context.compact_at: expected a number <= 1, got 1.5"),
     ('core = 5\n', 1, "core: expected a table, got int"),
     ('[permissions]\nmode = "bypass"\n', 2,
-     "permissions.mode: expected one of 'default', 'acceptEdits', 'plan', 'bypassPermissions', "
+     "permissions.mode: expected one of 'default', 'acceptEdits', 'plan', 'bypassPermissions', 'dontAsk', "
      "got 'bypass' (did you mean 'bypassPermissions'?)"),
     ('[core]\nprovider = "antropic"\n', 2,
      "core.provider: expected one of 'auto', 'anthropic', 'openai', 'openai-chat', 'scripted', "

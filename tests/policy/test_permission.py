@@ -201,6 +201,17 @@ def test_approval_policy_never_turns_ask_into_deny_and_says_so() -> None:
     assert kind(engine(), "ls", policy=ApprovalPolicy.NEVER) == "allow"
 
 
+def test_dont_ask_mode_turns_every_ask_into_deny_and_keeps_the_rest() -> None:
+    dont = PermissionMode.DONT_ASK
+    out = decide(engine(), "npm test", mode=dont)
+    assert out.kind == "deny" and "dontAsk mode denies" in out.reason and out.step == "mode"
+    assert kind(engine(ask=["Bash(ls:*)"]), "ls", mode=dont) == "deny"  # an ask rule too
+    assert kind(engine(), "ls", mode=dont) == "allow"  # read-only runs
+    assert kind(engine(allow=["Bash(npm test)"]), "npm test", mode=dont) == "allow"
+    assert kind(engine(), call("edit", "/repo/a.py", Risk.WRITE), mode=dont) == "deny"
+    assert kind(engine(), call("read", f"{HOME}/.ssh/id_rsa"), mode=dont) == "deny"
+
+
 # --- modes and the risk default ---------------------------------------------------------------
 
 

@@ -184,3 +184,11 @@ def test_compile_uses_origins_for_the_error() -> None:
 
 def test_rule_error_is_a_value_error() -> None:
     assert issubclass(RuleError, ValueError)
+
+
+def test_claude_code_s_ls_and_todo_write_names_are_rules_too() -> None:
+    """``--allowedTools "Read,LS,TodoWrite"`` is a line Claude Code scripts carry."""
+    from cox.policy.rules import parse_rule
+
+    assert parse_rule("LS").applies_to("ls") and not parse_rule("LS").applies_to("read")
+    assert parse_rule("TodoWrite").applies_to("todo_write")

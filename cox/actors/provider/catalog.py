@@ -138,3 +138,22 @@ def tier_model(provider: str, tier: str, configured: str = "") -> str:
         return configured
     family = "anthropic" if provider == "anthropic" else "openai"
     return TIERS[family][tier]
+
+
+ALIASES: dict[str, str] = {"haiku": "cheap", "sonnet": "code", "opus": "think"}
+"""Claude Code's model aliases, as cox's tiers: ``--model sonnet`` is the code tier of the provider
+that has a key (``claude-sonnet-4-5`` with an Anthropic key, ``gpt-5`` with only an OpenAI one)."""
+
+
+def resolve_alias(name: str, provider: str, overrides: dict[str, Any] | None = None) -> str:
+    """The concrete model ``name`` stands for on ``provider`` (anthropic | openai): an alias
+    (:data:`ALIASES`) is that provider's tier; a family name without its vendor's prefix
+    (``opus-4-1``, ``sonnet-4-5``) is the catalog's ``claude-…`` model; anything else — a model the
+    user describes in ``[models.<name>]`` included — is itself."""
+    if name in (overrides or {}) or name in CATALOG:
+        return name
+    tier = ALIASES.get(name.lower())
+    if tier is not None:
+        return tier_model(provider, tier)
+    prefixed = f"claude-{name.lower()}"
+    return prefixed if prefixed in CATALOG else name

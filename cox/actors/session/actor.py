@@ -113,10 +113,7 @@ class SessionActor(CoxActor):
             for name in used_in(resumed.history, deferred):  # loaded again, as before the resume
                 self.tools[name] = deferred[name]
         guard = engine.read_guard() if hasattr(engine, "read_guard") else None
-        assembler = Assembler(settings.model, specs(tools), settings.cwd,
-                              microcompact_after_turns=settings.microcompact_after_turns, reads=guard,
-                              role=settings.agent_prompt, roots=settings.roots, home=settings.home,
-                              cox_home=settings.cox_home)
+        assembler = Assembler.for_session(settings, specs(tools), guard)
         # A repeated read is answered from the earlier result only while that result is still
         # sent whole (microcompaction has not turned it into a pointer yet).
         window = settings.dedup_window_turns

@@ -329,7 +329,8 @@ class AgentHost:
         machine = p.machine
         mode = machine.mode  # never wider than the parent's, as it is now
         settings = replace(p.s, session_id=agent_id, cwd=cwd, roots=roots, model=model, permission_mode=mode,
-                           preset="editor", agent_prompt=defn.prompt, checkpoints=p.s.checkpoints)
+                           preset="editor", agent_prompt=defn.prompt, checkpoints=p.s.checkpoints,
+                           system_prompt="", append_system_prompt="")  # the person's words are for the main agent
         read_only = defn.read_only or task.read_only
         shape = replace(defn, read_only=True) if read_only else defn
         tools: dict[str, BaseTool] = {n: p.tools[n] for n in child_tools(shape, list(p.tools))}

@@ -79,7 +79,7 @@ class Ledger:
             return None
         if cap is not None and spent + next_cost > cap:
             return (f"the session budget of ${cap:.2f} is spent (${spent:.4f} so far, the next request would "
-                    f"cost about ${next_cost:.4f}); raise budget.session_usd to go on")
+                    f"cost about ${next_cost:.4f}); raise budget.session_usd (or --max-budget-usd) to go on")
         if monthly is not None and self.month_spent + spent + next_cost > monthly:
             return (f"the monthly budget of ${monthly:.2f} is spent (${self.month_spent + spent:.4f} this month); "
                     "raise budget.monthly_usd to go on")

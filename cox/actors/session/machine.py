@@ -489,6 +489,8 @@ class TurnMachine:
             self._notice("warning", "the context is too long for the model; compacting and trying again")
             if self._start_compaction(None, turn):
                 return
+        if error is not None and self._fall_back(turn, error):
+            return
         if error is not None:
             text = "".join(turn.partial)
             if text:
@@ -522,6 +524,22 @@ class TurnMachine:
             self._reply_ended(turn)
         else:
             self._dispatch(turn, uses, cut=result.stop == "max_tokens")
+
+    def _fall_back(self, turn: Turn, error: Any) -> bool:
+        """``--fallback-model``: the main model failed as overloaded or unavailable (after the
+        stream's own retries, before any of its text was shown), so main turns move to the
+        fallback for the rest of the session, this request first. Once, and not in architect
+        mode (its think tier is the price consent)."""
+        fallback = self.s.fallback_model
+        if not fallback or turn.partial or self.preset == "architect" or self.chosen_model == fallback:
+            return False
+        if self.main_model() == fallback or not (error.retryable or error.status in (404, 529)):
+            return False
+        self._notice("warning", f"{self.main_model()} is unavailable ({error}); main turns go on with the "
+                                f"fallback model {fallback}")
+        self.chosen_model = fallback
+        self._start_stream(turn)
+        return True
 
     def _reply_ended(self, turn: Turn) -> None:
         """The model answered without a tool call: the turn ends, unless a steering message or a

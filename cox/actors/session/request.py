@@ -99,15 +99,28 @@ class Assembler:
 
     def __init__(self, model: str, specs: list[ToolSpec], cwd: Path, max_output_tokens: int = 8192,
                  microcompact_after_turns: int = 6, reads: Any = None, role: str = "",
-                 roots: list[Path] | None = None, home: Path | None = None, cox_home: Path | None = None) -> None:
+                 roots: list[Path] | None = None, home: Path | None = None, cox_home: Path | None = None,
+                 system_prompt: str = "", append_system_prompt: str = "") -> None:
         self.model = model
         self.microcompact_after_turns = microcompact_after_turns
         self.specs = sorted(specs, key=lambda s: s.name)
         self.cwd = cwd
         self.max_output_tokens = max_output_tokens
-        system = f"{SYSTEM_PROMPT}\n\n# Your role in this session\n\n{role.strip()}" if role.strip() else SYSTEM_PROMPT
+        # system[1]: cox's prompt (or --system-prompt's instead), a subagent's role, --append-system-prompt.
+        system = system_prompt.strip() or SYSTEM_PROMPT
+        if role.strip():
+            system = f"{system}\n\n# Your role in this session\n\n{role.strip()}"
+        if append_system_prompt.strip():
+            system = f"{system}\n\n{append_system_prompt.strip()}"
         self.stable = [tool_block(self.specs), system, instruction_block(cwd, reads=reads, roots=roots, home=home,
                                                                            cox_home=cox_home)]
+
+    @classmethod
+    def for_session(cls, s: Any, specs: list[ToolSpec], reads: Any = None) -> Assembler:
+        """The assembler of a session with these settings (``settings.SessionSettings``)."""
+        return cls(s.model, specs, s.cwd, microcompact_after_turns=s.microcompact_after_turns, reads=reads,
+                   role=s.agent_prompt, roots=s.roots, home=s.home, cox_home=s.cox_home,
+                   system_prompt=s.system_prompt, append_system_prompt=s.append_system_prompt)
 
     def set_tools(self, specs: list[ToolSpec]) -> None:
         """The tool set really changed (a deferred tool joined): the one time system[0] changes."""

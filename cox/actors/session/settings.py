@@ -49,6 +49,13 @@ class SessionSettings:
     monthly_budget_usd: float | None = None
     agent_prompt: str = ""
     """A subagent's role, told after cox's system prompt (its type's or its agent file's body)."""
+    system_prompt: str = ""
+    """``--system-prompt``: told instead of cox's system prompt ("" = cox's own)."""
+    append_system_prompt: str = ""
+    """``--append-system-prompt`` (and ``--json-schema``'s instruction): told after the system prompt."""
+    fallback_model: str = ""
+    """``--fallback-model``: main turns move to it, for the rest of the session, when a request to the
+    main model fails as overloaded or unavailable after its retries."""
     max_agent_depth: int = 1
     """How deep subagents may nest (``agents.max_depth``): a session at that depth has no agent tool."""
     open_url: Callable[[str], str | None] | None = None

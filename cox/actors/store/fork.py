@@ -12,11 +12,12 @@ from cox.protocol.types import new_ulid
 from .layout import Layout
 
 
-def fork_rollout(layout: Layout, source_id: str) -> str:
-    """Copy ``source_id``'s rollout to a new session id and return the new id."""
+def fork_rollout(layout: Layout, source_id: str, new_id: str | None = None) -> str:
+    """Copy ``source_id``'s rollout to a new session id (``new_id``, default a fresh one) and
+    return the new id."""
     data = layout.rollout(source_id).read_bytes()
     cut = data.rfind(b"\n")
-    new_id = new_ulid()
+    new_id = new_id or new_ulid()
     layout.sessions.mkdir(parents=True, exist_ok=True)
     write_atomic(layout.rollout(new_id), data[: cut + 1] if cut >= 0 else b"", fsync=True)
     return new_id

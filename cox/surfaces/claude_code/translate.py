@@ -358,6 +358,8 @@ class ClaudePrinter:
             "modelUsage": self.model_usage, "permission_denials": self.denials,
             "terminal_reason": terminal, "errors": errors, "uuid": _id(),
         }
+        if "structured_output" in base:  # --json-schema's value, as Claude Code's result carries it
+            res["structured_output"] = base["structured_output"]
         self.denials, self.model_usage, self.calls, self.final_text = [], {}, {}, None
         return _scrub(res)  # type: ignore[no-any-return]
 
