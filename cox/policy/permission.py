@@ -42,7 +42,7 @@ from .shell import max_risk
 __all__ = ["DEFAULT_DENY", "Engine", "Outcome", "RuleError"]
 
 Kind = Literal["allow", "ask", "deny"]
-Step = Literal["deny-rule", "mode", "allow-rule", "ask-rule", "grant", "risk", "approval-policy"]
+Step = Literal["deny-rule", "mode", "allow-rule", "ask-rule", "grant", "risk", "approval-policy", "dont-ask"]
 _GRANT_ORIGIN = "a session grant"
 
 
@@ -115,7 +115,7 @@ class Engine:
             out = self._tool(call, mode, sandbox_mode, grants)
         if out.kind == "ask" and mode is PermissionMode.DONT_ASK:
             return Outcome("deny", f"it needs approval and dontAsk mode denies what would ask ({out.reason})",
-                           out.rule, out.origin, "mode", out.rules)
+                           out.rule, out.origin, "dont-ask", out.rules)
         if out.kind == "ask" and ApprovalPolicy(approval_policy) is ApprovalPolicy.NEVER:
             return Outcome("deny", f"it needs approval and the approval policy is never ({out.reason})",
                            out.rule, out.origin, "approval-policy", out.rules)

@@ -204,7 +204,7 @@ def test_approval_policy_never_turns_ask_into_deny_and_says_so() -> None:
 def test_dont_ask_mode_turns_every_ask_into_deny_and_keeps_the_rest() -> None:
     dont = PermissionMode.DONT_ASK
     out = decide(engine(), "npm test", mode=dont)
-    assert out.kind == "deny" and "dontAsk mode denies" in out.reason and out.step == "mode"
+    assert out.kind == "deny" and "dontAsk mode denies" in out.reason and out.step == "dont-ask"
     assert kind(engine(ask=["Bash(ls:*)"]), "ls", mode=dont) == "deny"  # an ask rule too
     assert kind(engine(), "ls", mode=dont) == "allow"  # read-only runs
     assert kind(engine(allow=["Bash(npm test)"]), "npm test", mode=dont) == "allow"

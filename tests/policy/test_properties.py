@@ -67,9 +67,11 @@ def test_an_allow_rule_never_turns_a_deny_into_anything_else(
         policy: ApprovalPolicy, g: list[str]) -> None:
     before = engine(allow, ask, deny).decide(c, mode, policy, SandboxMode.WORKSPACE_WRITE, g)
     after = engine([*allow, extra], ask, deny).decide(c, mode, policy, SandboxMode.WORKSPACE_WRITE, g)
-    # Under approval policy "never" an allow rule is how a headless run lets a call through that
-    # would otherwise be asked about (and so denied); a deny by rule or mode stays a deny.
-    if before.kind == "deny" and (policy is ApprovalPolicy.ON_REQUEST or before.step in ("deny-rule", "mode")):
+    # Under approval policy "never" or in dontAsk mode an allow rule is how a call gets through that
+    # would otherwise be asked about (and so denied); a deny by rule or by plan mode stays a deny.
+    lifted = before.step == "dont-ask"
+    if before.kind == "deny" and not lifted and (policy is ApprovalPolicy.ON_REQUEST
+                                                 or before.step in ("deny-rule", "mode")):
         assert after.kind == "deny", (before, after)
 
 
