@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli",
-                  "hooks": "hooks_cli", "ext": "ext_cli"}
+                  "hooks": "hooks_cli", "ext": "ext_cli", "exec": "exec_cli"}
 TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks", "ext"}
 """Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
 servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
@@ -92,6 +92,9 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                      help="with --resume/--continue: continue a copy under a new session id")
     run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     run.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    from .config_flags import add_config_flags
+
+    add_config_flags(run)  # --mcp-config, --settings, --setting-sources, --add-dir (cox exec's too)
 
     demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")
     demo.add_argument("--json", action="store_true", help="print stream-json events instead of a transcript")
@@ -149,10 +152,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr = SanitizedStream(stderr)
     try:
         args = _parser(argv).parse_args(argv)
-        if args.command == "run":
-            from .commands import cmd_run
+        if args.command in ("run", "exec"):  # headless: the result line and exit code survive signals
+            if args.command == "run":
+                from .commands import cmd_run
 
-            code = cmd_run(args, stopper)
+                code = cmd_run(args, stopper)
+            else:
+                from .exec_cli import run as cmd_exec
+
+                code = cmd_exec(args, stopper)
             if argv is None:
                 stopper.hold_until_exit()
             return code

@@ -24,11 +24,14 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _load_config(cwd: Path, home: Path, flags: dict[str, Any]) -> Any:
+def _load_config(cwd: Path, home: Path, flags: dict[str, Any], extra: Any = None) -> Any:
     from cox.config import load_config
     from cox.policy.sanitize import sanitize
 
-    config = load_config(cwd, cox_home=home, flags=flags)
+    more: dict[str, Any] = {}
+    if extra is not None:  # the command line's -c, --settings and --setting-sources (config_flags)
+        more = {"overrides": extra.overrides, "settings": extra.settings, "claude_sources": extra.sources}
+    config = load_config(cwd, cox_home=home, flags=flags, **more)
     for w in config.warnings:  # ignored settings: also shown in the TUI's first notices
         print(f"cox: warning: {sanitize(w)}", file=sys.stderr)
     return config
@@ -56,6 +59,10 @@ class Prepared:
     """The session's ``McpManager`` once ``session_tools`` started its MCP servers."""
     worktree: Any = None
     """The ``cox.worktrees.Worktree`` the session runs in (``--worktree``, or a resumed one's)."""
+    flags: Any = None
+    """The ``config_flags.ConfigFlags`` of the command line (``--mcp-config``, ``--add-dir`` …)."""
+    structured: Any = None
+    """The ``structured.StructuredAnswer`` of ``--output-schema`` (``args.json_schema``), or None."""
 
 
 def price_line(model: str, overrides: dict[str, Any]) -> str:
@@ -94,7 +101,15 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
             raise Refused(str(exc)) from None
         if wt is not None:
             cwd = wt.path  # the session works there; the main checkout is its read-only second root
+    from .config_flags import FlagError, read_config_flags
+
+    try:
+        extra = read_config_flags(args, cwd, cox_home=home)
+    except FlagError as exc:
+        raise Refused(str(exc), EXIT_USAGE) from None
     roots = [wt.path, wt.repo] if wt is not None else None
+    if extra.add_dirs:  # more writable roots (they join the settings' writable roots below)
+        roots = [*(roots or [cwd]), *extra.add_dirs]
     flags: dict[str, Any] = {}
     if getattr(args, "model", None):
         flags["core.model"] = args.model
@@ -102,10 +117,16 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         flags["permissions.mode"] = args.permission_mode
     if getattr(args, "max_turns", None):
         flags["core.max_turns"] = args.max_turns
+    if getattr(args, "sandbox", None):
+        flags["sandbox.mode"] = args.sandbox
     try:
-        config = _load_config(cwd, home, flags)
+        config = _load_config(cwd, home, flags, extra)
     except ConfigError as exc:
-        raise Refused(f"config error: {exc}") from None
+        usage = str(exc).startswith("flag:-c")  # the command line is wrong, not a file
+        raise Refused(f"config error: {exc}", EXIT_USAGE if usage else 1) from None
+    for warning in extra.warnings:  # as the config's: on stderr, and among the TUI's first notices
+        print(f"cox: warning: {warning}", file=sys.stderr)
+    config.warnings.extend(extra.warnings)
     script = getattr(args, "script", None)
     try:
         chosen = choose_provider(config, script, model=getattr(args, "model", None))
@@ -134,6 +155,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
                              approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home(),
                              roots=roots)
+    settings.writable_roots.extend(extra.add_dirs)
     settings.cheap_model = chosen.cheap_model
     settings.think_model = chosen.think_model
     mode_flag = getattr(args, "mode", None) or ("architect" if getattr(args, "deep", False) else None)
@@ -142,12 +164,22 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         raise Refused(f"core.mode = architect (from {config.source('core.mode')}) runs main turns on the think tier, "
                       f"{price_line(chosen.think_model, settings.model_overrides)}; a headless run needs that "
                       "consent on its command line: pass --mode architect (or --deep)", EXIT_USAGE)
+    structured = None
+    if getattr(args, "json_schema", None):  # the final answer's schema: told after the system prompt
+        from .structured import SchemaError, StructuredAnswer
+
+        try:
+            structured = StructuredAnswer.parse(args.json_schema)
+        except SchemaError as exc:
+            raise Refused(str(exc), EXIT_USAGE) from None
+        settings.agent_prompt = structured.instructions()
     if wt is not None:
         from .worktree_session import announce, write_record
 
         write_record(layout, settings.session_id, wt)
         config.warnings.extend(announce(wt, layout, settings.session_id))
-    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt)
+    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt, flags=extra,
+                    structured=structured)
 
 
 def session_tools(app: Any, prep: Prepared, *,
@@ -181,7 +213,9 @@ def session_tools(app: Any, prep: Prepared, *,
         tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
     from cox.actors.mcp.config import load_servers
 
-    servers = load_servers(prep.config.mcp, prep.cwd)
+    extra = prep.flags
+    servers = load_servers(prep.config.mcp, prep.cwd, flagged=extra.mcp if extra else None,
+                           strict=bool(extra and extra.strict_mcp))
     builtin_deferred: dict[str, BaseTool] = {}
     if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
         from cox.actors.tools.registry import deferred_builtin_tools
@@ -223,7 +257,9 @@ def session_hooks(prep: Prepared) -> Any:
     try:
         hooks, warnings = open_hooks(prep.config.hooks, settings=prep.settings,
                                      transcript_path=prep.layout.rollout(prep.settings.session_id),
-                                     user_config=str(prep.home / "config.toml"))
+                                     user_config=str(prep.home / "config.toml"),
+                                     flag_settings=prep.flags.settings_hooks if prep.flags else (),
+                                     claude_sources=prep.flags.sources if prep.flags else None)
     except Exception as exc:  # a bug or an unreadable disk: the session opens without hooks, and says so
         hooks, warnings = None, [f"hooks could not be loaded ({exc}); the session runs without them"]
     from cox.policy.sanitize import sanitize
@@ -268,6 +304,14 @@ def cmd_run(args: Any, stopper: Any = None) -> int:
         _close(apps)
 
 
+def refuse_run(args: Any, stopper: Any, message: str, code: int = EXIT_USAGE) -> int:
+    """A headless run refused before its start-up began (``cox exec``'s own checks): the same
+    ``cox: …`` line and result as a refusal of ``cox run``'s start-up."""
+    from .stopper import Stopper
+
+    return _refuse(args, stopper or Stopper(), message, "usage" if code == EXIT_USAGE else "error")
+
+
 def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
     from .headless import refusal
 
@@ -299,7 +343,8 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     home = prep.home
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
-                        explain=lambda: home_problem(home, deep=True))
+                        explain=lambda: home_problem(home, deep=True), structured=prep.structured,
+                        final=getattr(args, "final", None))
 
 
 def store_ready(app: Any) -> None:

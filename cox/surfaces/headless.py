@@ -36,6 +36,7 @@ from .stopper import Stopper
 
 if TYPE_CHECKING:
     from .runtime import SessionHandle
+    from .structured import StructuredAnswer
 
 EXIT_OK, EXIT_ERROR, EXIT_DENIED, EXIT_BUDGET, EXIT_INTERRUPTED, EXIT_USAGE = 0, 1, 2, 3, 4, 64
 
@@ -54,6 +55,8 @@ SUBTYPES = {
 }
 EXIT_CODES = {"success": EXIT_OK, "error_permission_denied": EXIT_DENIED, "error_max_budget_usd": EXIT_BUDGET,
               "error_interrupted": EXIT_INTERRUPTED, "error_usage": EXIT_USAGE}
+NOTHING: Any = object()
+"""No structured output (a None would be the JSON value null)."""
 WAKE: tuple[Any, str] = (None, "")
 """Put on the event queue by the stdin reader and the signal relay: the loop has something to look at."""
 SEQUENCED = (m.UserTurn, m.Rewind)
@@ -96,6 +99,8 @@ class RunState:
     rewinds: int = 0
     warning: str | None = None
     """The last warning or error notice: why a rewind did not happen."""
+    structured: Any = NOTHING
+    """``--output-schema`` / ``--json-schema``: the final answer's parsed value, once it passed."""
 
     def observe(self, event: Any) -> None:
         t = event.type
@@ -136,6 +141,7 @@ class RunState:
         self.started = time.monotonic()
         self.num_turns, self.api_ms, self.text, self.denials = 0, 0.0, [], []
         self.stop = self.error = None
+        self.structured = NOTHING
 
     def result(self) -> dict[str, Any]:
         stop = self.stop or "error"
@@ -160,6 +166,8 @@ class RunState:
         if is_error:
             res["errors"] = [res["result"]]
             res["partial_result"] = text
+        elif self.structured is not NOTHING:
+            res["structured_output"] = self.structured
         return scrub_data(res)[0]  # type: ignore[no-any-return]
 
 
@@ -277,13 +285,17 @@ def _stdin_reader(handle: SessionHandle, stdin: IO[str], err: IO[str], closed: t
 def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_format: str = "text",
         stdin: IO[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None,
         verbose: bool = False, install_signals: bool = True, idle_timeout: float = 0.25,
-        stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None) -> int:
+        stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None,
+        structured: StructuredAnswer | None = None,
+        final: Callable[[dict[str, Any] | None], None] | None = None) -> int:
     """Drive ``handle`` until its input is used up; returns the exit code of the last result.
 
     ``stopper``: the process's signal handling (``cox run`` installs it before start-up);
     without one, ``install_signals`` installs one for the length of this call. ``explain``: asked
     why when the session stops unexpectedly (``cox run`` checks its home: a store that could not
-    open cox.db takes the session down with it)."""
+    open cox.db takes the session down with it). ``structured`` (``--output-schema``): each turn's
+    final answer is checked; one that fails goes back to the model once before the result is
+    written. ``final`` is handed the last result (``--output-last-message``) before this returns."""
     out = out or sys.stdout
     err = err or sys.stderr
     printer = Printer(fmt, out, err, verbose)
@@ -376,6 +388,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                 flushed = now
             if event.type == "turn_done":
                 awaiting = False
+                if structured is not None and state.stop == "end_turn" and _answer_again(structured, state, inbox):
+                    continue  # the answer failed the schema: the same action goes on, its result comes later
                 if state.stop == "interrupted":
                     state.error = _interrupted(stopper) if interrupted.is_set() else state.error or "interrupted"
                 last = _write(printer, state)
@@ -387,11 +401,27 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         if tail or last is None or printer.since_result:
             last = _write(printer, state)
         stopper.exit_code = exit_code(last)
+        if final is not None:
+            final(last)
         if fmt == "text" and last is not None and last.get("session_id"):
             _say(err, f"cox: session {last['session_id']}\n")
         if own:
             stopper.restore()
     return stopper.exit_code
+
+
+def _answer_again(structured: StructuredAnswer, state: RunState, inbox: collections.deque[Any]) -> bool:
+    """Judge the turn's final answer against the schema. True when it goes back to the model
+    (the validation error first in the inbox); else the result carries the value or the failure."""
+    verdict = structured.check("".join(state.text))
+    if verdict.retry is not None:
+        inbox.appendleft(m.UserTurn(text=verdict.retry))
+        return True
+    if verdict.ok:
+        state.structured = verdict.value
+    else:
+        state.stop, state.error = "error", verdict.error
+    return False
 
 
 def _write(printer: Printer, state: RunState) -> dict[str, Any]:

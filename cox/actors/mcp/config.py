@@ -152,11 +152,16 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None) -> dict[str, McpServerSpec]:
+def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None,
+                 flagged: Mapping[str, McpServerSpec] | None = None, strict: bool = False) -> dict[str, McpServerSpec]:
     """Every configured server, by name: user config, then ``~/.claude.json``, then ``<cwd>/.mcp.json``
-    (earlier sources win on a name clash). ``home`` defaults to ``Path.home()``."""
+    (earlier sources win on a name clash). ``home`` defaults to ``Path.home()``. ``flagged``: the
+    servers of ``--mcp-config`` (``cox.surfaces.config_flags``), which come first; ``strict``
+    (``--strict-mcp-config``): only those, no file is read."""
+    servers: dict[str, McpServerSpec] = dict(flagged or {})
+    if strict:
+        return servers
     home = Path.home() if home is None else home
-    servers: dict[str, McpServerSpec] = {}
     project_path = Path(cwd) / ".mcp.json"
     project = _read_json(project_path)
     claude = _read_json(home / ".claude.json")
