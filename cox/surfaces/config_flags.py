@@ -132,7 +132,7 @@ def read_config_flags(args: Any, cwd: Path, *, cox_home: Path) -> ConfigFlags:
 
 def _document(flag: str, value: str) -> tuple[Any, str, Path | None]:
     """The JSON a ``FILE|JSON`` flag names: ``(data, name, file or None)``."""
-    if value.lstrip().startswith("{"):
+    if value.lstrip().startswith(("{", "[")):
         text, name, path = value, f"{flag} (JSON)", None
     else:
         from cox.config.readfile import NotASettingsFile, read_settings_bytes
