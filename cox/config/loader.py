@@ -527,10 +527,10 @@ def _override_layers(overrides: Sequence[tuple[str, str]]) -> list[_Layer]:
     or as the plain text when it is not TOML and the key takes a string (``-c core.model=gpt-5``,
     as Codex reads it). Walked and checked like a file's values, so an unknown key or a bad value
     is the same one-line error. The person's own command line: not restricted like a project's."""
-    import tomllib  # here, not at the top: only a command line with -c parses it
-
     layers: list[_Layer] = []
     for key, text in overrides:
+        import tomllib  # here, not at the top: only a command line with -c parses it
+
         path = tuple(key.split("."))
         if not key or not all(path):
             raise ConfigError(f"flag:-c: {key!r} is not a dotted config key (like core.model)", key=key)
