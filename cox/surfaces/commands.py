@@ -124,8 +124,10 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     except ConfigError as exc:
         usage = str(exc).startswith("flag:-c")  # the command line is wrong, not a file
         raise Refused(f"config error: {exc}", EXIT_USAGE if usage else 1) from None
+    from cox.policy.sanitize import sanitize
+
     for warning in extra.warnings:  # as the config's: on stderr, and among the TUI's first notices
-        print(f"cox: warning: {warning}", file=sys.stderr)
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
     config.warnings.extend(extra.warnings)
     script = getattr(args, "script", None)
     try:
