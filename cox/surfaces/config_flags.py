@@ -16,8 +16,8 @@ the repository's:
   win a name clash over every file. A ``FILE`` that is the workspace's own ``.mcp.json`` stays the
   repository's: naming it on a command line does not skip ``cox mcp trust``. A ``"type": "sdk"``
   server (an in-process server of a Claude Agent SDK app) is never started here: it is listed in
-  :attr:`ConfigFlags.sdk_servers`, marked, for the Claude Code dialect's driver. cox's MCP client
-  has no SSE transport, so an ``"type": "sse"`` server is skipped with a warning.
+  :attr:`ConfigFlags.sdk_servers`, marked, for the Claude Code dialect's driver. A ``"type":
+  "sse"`` server speaks MCP's older HTTP+SSE transport (``cox.actors.mcp.auth.http_transport``).
   ``--strict-mcp-config``: only these servers; the user config, ``~/.claude.json`` and
   ``.mcp.json`` are not read.
 - ``--settings FILE|JSON``: a Claude Code settings object, read as if it were your
@@ -180,10 +180,6 @@ def _read_mcp(value: str, cwd: Path, out: ConfigFlags) -> None:
         if kind == "sdk":
             out.sdk_servers[server] = {**entry, "sdk": True, "source": name}
             out.mcp.pop(server, None)
-            continue
-        if kind == "sse":
-            out.warnings.append(f"{where} uses the SSE transport, which cox's MCP client does not speak; it is "
-                                "skipped (give its streamable-HTTP url with \"type\": \"http\")")
             continue
         _check_entry(where, kind, entry)
         spec = parse_servers({server: entry}, origin, str(path) if path is not None else name)[server]

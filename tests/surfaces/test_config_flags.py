@@ -114,10 +114,20 @@ def test_a_bad_mcp_config_is_a_usage_error(tmp_path, ws, value, said):
     assert out[-1]["subtype"] == "error_usage"
 
 
-def test_an_sse_server_is_skipped_with_a_warning(tmp_path, ws):
-    conf = json.dumps({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}})
-    code, out, err = run(tmp_path, ws, [{"text": "ok"}], "--mcp-config", conf)
-    assert code == 0 and out[0]["mcp_servers"] == [] and "SSE transport" in err
+def test_an_sse_server_is_reached_over_the_sse_transport(tmp_path, ws):
+    from tests.mcp.servers.httpproc import HttpMcp
+
+    mcp = HttpMcp(env={"COX_TEST_SSE": "1"}).start()
+    try:
+        url = f"http://127.0.0.1:{mcp.port}/sse"
+        conf = json.dumps({"mcpServers": {"old": {"type": "sse", "url": url}}})
+        replies = [{"tool_calls": [{"id": "m1", "name": "mcp__old__echo", "input": {"text": "over sse"}}]},
+                   {"text": "ok"}]
+        code, out, err = run(tmp_path, ws, replies, "--mcp-config", conf, "--permission-mode", "bypassPermissions")
+        assert out[0]["mcp_servers"] == [{"name": "old", "status": "ready"}], err
+        assert "echo: over sse" in done(out)["m1"]["visible"]
+    finally:
+        mcp.kill()
 
 
 # ------------------------------------------------------------------------------ --settings

@@ -44,7 +44,8 @@ class Origin(StrEnum):
 
 @dataclass(frozen=True)
 class McpServerSpec:
-    """One server as cox runs it: stdio (``command``) or streamable HTTP (``url``)."""
+    """One server as cox runs it: stdio (``command``), streamable HTTP (``url``) or, for an entry of
+    ``"type": "sse"``, MCP's older HTTP+SSE transport (``url`` with ``sse``)."""
 
     name: str
     origin: Origin
@@ -59,10 +60,12 @@ class McpServerSpec:
     """The file that declared it (shown by ``cox mcp trust``)."""
     warnings: tuple[str, ...] = field(default=(), compare=False)
     """What was ignored of its entry, one sentence each (``"sandbox": false`` from a project)."""
+    sse: bool = False
+    """``url`` speaks the HTTP+SSE transport (an event stream plus a POST endpoint it names)."""
 
     @property
     def transport(self) -> str:
-        return "http" if self.url else "stdio"
+        return ("sse" if self.sse else "http") if self.url else "stdio"
 
     @classmethod
     def from_config(cls, name: str, cfg: McpServerConfig, origin: Origin = Origin.USER,
@@ -107,8 +110,8 @@ def parse_servers(raw: Any, origin: Origin, source: str) -> dict[str, McpServerS
             continue
         kind = entry.get("type")
         command, url = entry.get("command"), entry.get("url")
-        if kind in ("sse",):
-            log.warning("%s: mcp server %r uses the sse transport, which cox does not support; ignored", source, name)
+        if kind == "sse" and not isinstance(url, str):
+            log.warning("%s: mcp server %r of type sse has no url; ignored", source, name)
             continue
         if not isinstance(command, str) and not isinstance(url, str):
             log.warning("%s: mcp server %r has neither command nor url; ignored", source, name)
@@ -137,7 +140,7 @@ def parse_servers(raw: Any, origin: Origin, source: str) -> dict[str, McpServerS
             cwd=cwd,
             url=url if isinstance(url, str) and not isinstance(command, str) else None,
             headers={str(k): str(v) for k, v in headers.items()},
-            sandbox=sandbox, source=source, warnings=warnings,
+            sandbox=sandbox, source=source, warnings=warnings, sse=kind == "sse",
         )
     return out
 

@@ -73,7 +73,7 @@ def _digest(data: Any) -> str:
 def launch_record(spec: McpServerSpec, workspace: Path) -> dict[str, Any]:
     """What decides which program runs (or which endpoint is reached) for ``spec``, as JSON."""
     if spec.url:
-        return {"transport": "http", "url": spec.url, "headers": sorted(spec.headers)}
+        return {"transport": spec.transport, "url": spec.url, "headers": sorted(spec.headers)}
     return {"transport": "stdio", "command": spec.command, "args": list(spec.args),
             "cwd": launch_cwd(spec, workspace), "env": sorted(spec.env), "env_values": _digest(dict(spec.env))}
 
