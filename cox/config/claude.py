@@ -45,7 +45,7 @@ from .lines import KeyPath
 from .project import Current, Keys, narrower_rank
 from .readfile import NotASettingsFile, read_settings_bytes
 
-__all__ = ["ClaudeFile", "claude_verdict", "read_settings", "user_settings_path"]
+__all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text", "user_settings_path"]
 
 KINDS = ("allow", "ask", "deny")
 _PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob"})
@@ -94,6 +94,13 @@ def read_settings(path: Path, *, home: str, roots: Sequence[str]) -> ClaudeFile 
     except UnicodeDecodeError as exc:
         out.warnings.append(f"{name}: not valid UTF-8 (byte {exc.start}); cox goes on without its permission rules")
         return out
+    return read_settings_text(text, name, home=home, roots=roots)
+
+
+def read_settings_text(text: str, name: str, *, home: str, roots: Sequence[str]) -> ClaudeFile:
+    """The permission part of a settings document already read (``name`` says where it came
+    from: a file, or ``--settings`` given as JSON). Never raises, as :func:`read_settings`."""
+    out = ClaudeFile(name)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import field
 from enum import Enum
 from functools import cache
@@ -39,7 +39,7 @@ from cox.protocol.record import (
 )
 from cox.slim import dataclass
 
-from .claude import ClaudeFile, claude_verdict, read_settings, user_settings_path
+from .claude import ClaudeFile, claude_verdict, read_settings, read_settings_text, user_settings_path
 from .lines import KeyPath, key_lines, line_of
 from .project import entry_key, project_verdict
 from .readfile import NotASettingsFile, read_settings_bytes
@@ -59,6 +59,9 @@ FLAG_NAMES: dict[str, str] = {
     "permissions.approval_policy": "--approve",
     "sandbox.mode": "--sandbox",
 }
+
+CLAUDE_SOURCES = frozenset({"user", "project", "local"})
+"""Claude Code's settings files cox reads by default (``--setting-sources`` narrows them)."""
 
 RULE_LISTS: frozenset[Keys] = frozenset(
     {("permissions", "allow"), ("permissions", "ask"), ("permissions", "deny")}
@@ -517,6 +520,38 @@ def _flag_layer(flags: Mapping[str, Any]) -> _Layer:
     return _Layer("flag", entries, where)
 
 
+def _override_layers(overrides: Sequence[tuple[str, str]]) -> list[_Layer]:
+    """``cox exec -c KEY=VALUE`` pairs as layers, one a pair, in order (a later pair of a key
+    wins): any dotted key of the schema, a table too (``-c 'mcp.servers.db={command="db-mcp"}'``),
+    the value read as TOML (``-c core.max_turns=5``, ``-c 'permissions.deny=["Bash(curl:*)"]'``),
+    or as the plain text when it is not TOML and the key takes a string (``-c core.model=gpt-5``,
+    as Codex reads it). Walked and checked like a file's values, so an unknown key or a bad value
+    is the same one-line error. The person's own command line: not restricted like a project's."""
+    layers: list[_Layer] = []
+    for key, text in overrides:
+        import tomllib  # here, not at the top: only a command line with -c parses it
+
+        path = tuple(key.split("."))
+        if not key or not all(path):
+            raise ConfigError(f"flag:-c: {key!r} is not a dotted config key (like core.model)", key=key)
+        try:
+            value = tomllib.loads("v = " + text)["v"]
+        except tomllib.TOMLDecodeError:
+            leaf = _resolve(path, "flag:-c")[0]
+            ann = unwrap_optional(leaf.annotation)
+            if ann is not str and choices_of(ann) is None:
+                raise ConfigError(f"flag:-c: {_dotted(path)}: expected {_describe(leaf.annotation)} written in "
+                                  f"TOML, got {text!r}", key=key) from None
+            value = text
+        raw: Any = value
+        for part in reversed(path):
+            raw = {part: raw}
+        layer = _Layer("flag", {}, lambda _path: "flag:-c")
+        _walk(raw, _schema(), (), layer)
+        layers.append(layer)
+    return layers
+
+
 def _resolve(path: Keys, where: str) -> tuple[_Leaf, list[Keys]]:
     """The leaf a dotted key names, and the named entries (``mcp.servers.x``) on the way."""
     node: _Node = _schema()
@@ -660,7 +695,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, str] | None = None,
                 flags: Mapping[str, Any] | None = None, user_home: Path | None = None,
-                extra: Sequence[Path] = ()) -> Config:
+                extra: Sequence[Path] = (), overrides: Sequence[tuple[str, str]] = (),
+                settings: Sequence[tuple[str, str]] = (), claude_sources: Collection[str] | None = None) -> Config:
     """Load the effective configuration for a session started in ``cwd``.
 
     Precedence, lowest first: built-in defaults, ``<cox_home>/config.toml``, Claude Code's user
@@ -671,6 +707,13 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     ``COX_*`` variables of ``env`` (default ``os.environ``), then ``flags`` (dotted key → value;
     ``None`` means "not given"; a string for a non-string key is parsed like an environment value).
     ``user_home`` (default ``Path.home()``) is where ``~`` and ``~/.claude`` are.
+
+    The command line's own layers (``cox.surfaces.config_flags``): ``settings`` are Claude Code
+    settings documents (``--settings``: ``(name, text)``), read like ``~/.claude/settings.json``
+    and layered right above it; ``claude_sources`` (``--setting-sources``; None: all) names which
+    of Claude Code's files are read: ``user`` (``~/.claude/settings.json``), ``project``
+    (``.claude/settings.json``), ``local`` (``.claude/settings.local.json``); ``overrides`` are
+    ``-c KEY=VALUE`` pairs (:func:`_override_layers`), above the environment and below ``flags``.
 
     Raises :class:`ConfigError` (one line naming file, line and key) for a syntax error, an
     unknown key or a wrong type in a cox file. Ignored settings (project restrictions, a Claude
@@ -703,16 +746,25 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     if user is not None:
         files.append(str(user_path))
         merged.apply(user)
-    claude(claude_user, "user")
+    sources = CLAUDE_SOURCES if claude_sources is None else frozenset(claude_sources)
+    if "user" in sources:
+        claude(claude_user, "user")
+    for name, text in settings:  # --settings: the person's own, as their ~/.claude/settings.json
+        read = read_settings_text(text, name, home=str(user_home), roots=roots)
+        files.append(name)
+        warnings.extend(read.warnings)
+        given = _claude_layer(read, "user")
+        warnings.extend(_restrict(given, merged.current, str(user_path), claude_verdict("user")))
+        merged.apply(given)
     if not _same_file(project_path, user_path):  # cwd == $HOME: the user file is not a project's
         project = _read_file(project_path, "project")
         if project is not None:
             files.append(str(project_path))
             warnings.extend(_restrict(project, merged.current, str(user_path)))
             merged.apply(project)
-    for name in ("settings.json", "settings.local.json"):
+    for name, source in (("settings.json", "project"), ("settings.local.json", "local")):
         path = workspace / ".claude" / name
-        if not _same_file(path, claude_user):
+        if source in sources and not _same_file(path, claude_user):
             claude(path, "project")
     for path in extra:
         layer = _read_file(Path(path).absolute(), "extra")
@@ -721,6 +773,8 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
         files.append(str(Path(path).absolute()))
         merged.apply(layer)
     merged.apply(_env_layer(env))
+    for pair in _override_layers(overrides):
+        merged.apply(pair)
     if flags:
         merged.apply(_flag_layer(flags))
     config = merged.build()

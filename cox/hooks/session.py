@@ -201,7 +201,8 @@ class SessionHooks:
 
 
 def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path: Path,
-               user_config: str, env: Mapping[str, str] | None = None) -> tuple[SessionHooks | None, list[str]]:
+               user_config: str, env: Mapping[str, str] | None = None, flag_settings: Any = (),
+               claude_sources: Any = None) -> tuple[SessionHooks | None, list[str]]:
     """The session's hooks from every source (``sources.load``) and the warnings to show; None
     when no hook is in effect (the session then pays nothing at its hook points)."""
     from cox.protocol.types import SandboxMode
@@ -214,7 +215,7 @@ def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path:
 
     home = settings.cox_home or default_cox_home()
     loaded = load(user_hooks, cwd=settings.cwd, user_home=settings.home, cox_home=Path(home), env=env,
-                  user_config=user_config)
+                  user_config=user_config, flag_settings=flag_settings, claude_sources=claude_sources)
     if not loaded.specs:
         return None, loaded.warnings
     from cox.actors.tools.shell_env import command_environment

@@ -10,7 +10,7 @@ never stop a session from opening.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,12 @@ def read_hooks_object(path: Path) -> tuple[Any, str | None]:
 
 
 def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home: Path,
-         env: Mapping[str, str], user_config: str = "config.toml") -> Loaded:
+         env: Mapping[str, str], user_config: str = "config.toml", flag_settings: Sequence[tuple[Any, str]] = (),
+         claude_sources: Collection[str] | None = None) -> Loaded:
+    """``flag_settings``: the ``hooks`` of ``--settings`` documents with their names, the user's
+    own like their ``~/.claude/settings.json``'s; ``claude_sources`` (``--setting-sources``,
+    None: all) which of Claude Code's files are read: ``user``, ``project``
+    (``.claude/settings.json``), ``local`` (``.claude/settings.local.json``)."""
     from cox.config.claude import user_settings_path
 
     out = Loaded()
@@ -79,16 +84,24 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
         else:
             out.warnings.append(f"{user_config}: hooks.sandbox must be true or false; hooks stay sandboxed")
         _add(out, dict(user_hooks), f"{user_config} [hooks]")
+    sources = {"user", "project", "local"} if claude_sources is None else set(claude_sources)
     claude_user = user_settings_path(user_home, env)
-    obj, problem = read_hooks_object(claude_user)
+    obj, problem = read_hooks_object(claude_user) if "user" in sources else (None, None)
     if problem:
         out.warnings.append(problem)
     if obj is not None:
         _add(out, obj, str(claude_user))
+    for obj, source in flag_settings:
+        if obj is not None:
+            _add(out, obj, source)
     trust = HookTrust(cox_home)
     seen = {claude_user.absolute()}
+    skip = {name for name, source in (("settings.json", "project"), ("settings.local.json", "local"))
+            if source not in sources}
     for path in project_files(cwd.absolute()):
         if path.absolute() in seen:  # the project is the home folder: its settings are the user's
+            continue
+        if path.parent.name == ".claude" and path.name in skip:
             continue
         obj, problem = read_hooks_object(path)
         if problem:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PathEscape", "confine", "lexical", "write_roots"]
+__all__ = ["PathEscape", "confine", "lexical", "read_only_roots", "write_roots"]
 
 
 class PathEscape(ValueError):
@@ -23,8 +23,17 @@ class PathEscape(ValueError):
 def write_roots(roots: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """The roots a session writes in: the first. Any further root is read-only — a worktree
     session's main checkout (``cox --worktree``), which the model reads while every edit lands in
-    the worktree: the file tools refuse it and the sandbox leaves it read-only."""
+    the worktree: the file tools refuse it and the sandbox leaves it read-only — unless it is
+    one of the session's writable roots too (``--add-dir``: :func:`read_only_roots`)."""
     return [Path(os.fspath(r)) for r in roots[:1]]
+
+
+def read_only_roots(roots: Sequence[str | os.PathLike[str]],
+                    writable: Sequence[str | os.PathLike[str]] = ()) -> list[Path]:
+    """The roots after the first that are not also ``writable`` (the session's writable roots,
+    where ``--add-dir`` puts the folders it adds besides the roots): the ones nothing writes."""
+    open_ = {os.path.realpath(os.fspath(w)) for w in writable}
+    return [Path(os.fspath(r)) for r in roots[1:] if os.path.realpath(os.fspath(r)) not in open_]
 
 
 def _expand(path: str, home: Path | None) -> str:

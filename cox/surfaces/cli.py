@@ -12,7 +12,7 @@ from typing import Any
 from .claude_code.flags import PRINT, UsageProblem, add_dialect_flags, route, settle
 
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli",
-                  "hooks": "hooks_cli", "ext": "ext_cli"}
+                  "hooks": "hooks_cli", "ext": "ext_cli", "exec": "exec_cli"}
 TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks", "ext"}
 """Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
 servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
@@ -90,8 +90,10 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     run.add_argument("--worktree", metavar="NAME", help=WORKTREE_HELP)
     run.add_argument("--script", metavar="FILE", help="use the scripted model with this JSON script")
     from .compat_flags import add_claude_flags
+    from .config_flags import add_config_flags
 
     add_claude_flags(run)  # Claude Code's flags: --allowedTools, --model sonnet, -r, --json-schema …
+    add_config_flags(run)  # --mcp-config, --settings, --setting-sources, --add-dir (cox exec's too)
     add_dialect_flags(run)  # Claude Code's dialect (cox.surfaces.claude_code): last, so it sees the others' flags
 
     demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")
@@ -151,16 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         words = route(sys.argv[1:] if argv is None else argv)  # `cox -p …`: Claude Code's dialect of `cox run`
         args = _parser(words).parse_args(words)
-        if args.command == "run":
-            from .commands import cmd_run
+        if args.command in ("run", "exec"):  # headless: the result line and exit code survive signals
+            if args.command == "run":
+                from .commands import cmd_run
 
-            try:
-                settle(args)
-            except UsageProblem as exc:
-                print(f"cox: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+                try:
+                    settle(args)
+                except UsageProblem as exc:
+                    print(f"cox: {exc}", file=sys.stderr)
+                    return EXIT_USAGE
 
-            code = cmd_run(args, stopper)
+                code = cmd_run(args, stopper)
+            else:
+                from .exec_cli import run as cmd_exec
+
+                code = cmd_exec(args, stopper)
             if argv is None:
                 stopper.hold_until_exit()
             return code

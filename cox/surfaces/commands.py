@@ -25,11 +25,14 @@ def fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _load_config(cwd: Path, home: Path, flags: dict[str, Any]) -> Any:
+def _load_config(cwd: Path, home: Path, flags: dict[str, Any], extra: Any = None) -> Any:
     from cox.config import load_config
     from cox.policy.sanitize import sanitize
 
-    config = load_config(cwd, cox_home=home, flags=flags)
+    more: dict[str, Any] = {}
+    if extra is not None:  # the command line's -c, --settings and --setting-sources (config_flags)
+        more = {"overrides": extra.overrides, "settings": extra.settings, "claude_sources": extra.sources}
+    config = load_config(cwd, cox_home=home, flags=flags, **more)
     for w in config.warnings:  # ignored settings: also shown in the TUI's first notices
         print(f"cox: warning: {sanitize(w)}", file=sys.stderr)
     return config
@@ -62,8 +65,10 @@ class Prepared:
     extra_mcp: dict[str, Any] = field(default_factory=dict)
     """MCP servers besides the configured ones, by name (Claude Code's dialect: the SDK client's
     in-process servers); they win a name clash."""
+    flags: Any = None
+    """The ``config_flags.ConfigFlags`` of the command line (``--mcp-config``, ``--add-dir`` …)."""
     structured: Any = None
-    """The ``structured.StructuredAnswer`` of ``--output-schema`` (``args.json_schema``), or None."""
+    """The ``structured.StructuredAnswer`` of ``--json-schema`` / ``--output-schema``, or None."""
     options: Any = None
     """The ``compat_flags.ClaudeOptions`` of the command line (the tools offered, prompts, …)."""
 
@@ -110,17 +115,33 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
             raise Refused(str(exc)) from None
         if wt is not None:
             cwd = wt.path  # the session works there; the main checkout is its read-only second root
+    from .config_flags import read_config_flags
+
+    try:
+        extra = read_config_flags(args, cwd, cox_home=home)
+    except FlagError as exc:
+        raise Refused(str(exc), EXIT_USAGE) from None
     roots = [wt.path, wt.repo] if wt is not None else None
+    if extra.add_dirs:  # more writable roots (they join the settings' writable roots below)
+        roots = [*(roots or [cwd]), *extra.add_dirs]
     flags: dict[str, Any] = dict(options.flags)  # permissions.mode, budget.session_usd, the flags' rules
     if getattr(args, "model", None):
         flags["core.model"] = args.model
     if getattr(args, "max_turns", None):
         flags["core.max_turns"] = args.max_turns
+    if getattr(args, "sandbox", None):
+        flags["sandbox.mode"] = args.sandbox
     try:
-        config = _load_config(cwd, home, flags)
+        config = _load_config(cwd, home, flags, extra)
     except ConfigError as exc:
-        raise Refused(f"config error: {exc}") from None
+        usage = str(exc).startswith("flag:-c")  # the command line is wrong, not a file
+        raise Refused(f"config error: {exc}", EXIT_USAGE if usage else 1) from None
     _name_flag_rules(config, options)
+    from cox.policy.sanitize import sanitize
+
+    for warning in extra.warnings:  # as the config's: on stderr, and among the TUI's first notices
+        print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
+    config.warnings.extend(extra.warnings)
     script = getattr(args, "script", None)
     model = getattr(args, "model", None)
     if model:  # an alias (sonnet, opus-4-1 …) becomes the model it stands for on the provider with a key
@@ -161,6 +182,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     settings = settings_from(config, cwd, session_id=session_id, model=chosen.model,
                              approval_policy=getattr(args, "approve", None) or approval_default, home=Path.home(),
                              roots=roots)
+    settings.writable_roots.extend(extra.add_dirs)
     settings.cheap_model = chosen.cheap_model
     settings.think_model = chosen.think_model
     settings.system_prompt = options.system_prompt
@@ -177,7 +199,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
 
         write_record(layout, settings.session_id, wt)
         config.warnings.extend(announce(wt, layout, settings.session_id))
-    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt,
+    return Prepared(home, layout, cwd, config, chosen.provider, engine, settings, resumed, worktree=wt, flags=extra,
                     structured=options.structured, options=options)
 
 
@@ -223,7 +245,9 @@ def session_tools(app: Any, prep: Prepared, *,
         tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
     from cox.actors.mcp.config import load_servers
 
-    servers = {**load_servers(prep.config.mcp, prep.cwd), **prep.extra_mcp}
+    extra = prep.flags
+    servers = {**load_servers(prep.config.mcp, prep.cwd, flagged=extra.mcp if extra else None,
+                              strict=bool(extra and extra.strict_mcp)), **prep.extra_mcp}
     builtin_deferred: dict[str, BaseTool] = {}
     if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
         from cox.actors.tools.registry import deferred_builtin_tools
@@ -301,7 +325,9 @@ def session_hooks(prep: Prepared) -> Any:
     try:
         hooks, warnings = open_hooks(prep.config.hooks, settings=prep.settings,
                                      transcript_path=prep.layout.rollout(prep.settings.session_id),
-                                     user_config=str(prep.home / "config.toml"))
+                                     user_config=str(prep.home / "config.toml"),
+                                     flag_settings=prep.flags.settings_hooks if prep.flags else (),
+                                     claude_sources=prep.flags.sources if prep.flags else None)
     except Exception as exc:  # a bug or an unreadable disk: the session opens without hooks, and says so
         hooks, warnings = None, [f"hooks could not be loaded ({exc}); the session runs without them"]
     from cox.policy.sanitize import sanitize
@@ -344,6 +370,14 @@ def cmd_run(args: Any, stopper: Any = None) -> int:
             return _refuse(args, stopper, f"interrupted by {exc} before the session started", "interrupted")
     finally:
         _close(apps)
+
+
+def refuse_run(args: Any, stopper: Any, message: str, code: int = EXIT_USAGE) -> int:
+    """A headless run refused before its start-up began (``cox exec``'s own checks): the same
+    ``cox: …`` line and result as a refusal of ``cox run``'s start-up."""
+    from .stopper import Stopper
+
+    return _refuse(args, stopper or Stopper(), message, "usage" if code == EXIT_USAGE else "error")
 
 
 def _refuse(args: Any, stopper: Any, message: str, stop: str) -> int:
@@ -400,7 +434,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
                         explain=lambda: home_problem(home, deep=True), dialect=dialect,
-                        structured=prep.structured)
+                        structured=prep.structured, final=getattr(args, "final", None))
 
 
 def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = None) -> Any:

@@ -286,7 +286,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         stdin: IO[str] | None = None, out: IO[str] | None = None, err: IO[str] | None = None,
         verbose: bool = False, install_signals: bool = True, idle_timeout: float = 0.25,
         stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None,
-        dialect: Any = None, structured: StructuredAnswer | None = None) -> int:
+        dialect: Any = None, structured: StructuredAnswer | None = None,
+        final: Callable[[dict[str, Any] | None], None] | None = None) -> int:
     """Drive ``handle`` until its input is used up; returns the exit code of the last result.
 
     ``stopper``: the process's signal handling (``cox run`` installs it before start-up);
@@ -295,8 +296,9 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     open cox.db takes the session down with it). ``dialect``: another wire (Claude Code's,
     ``claude_code.driver``): its ``printer`` writes, its ``attach`` reads stdin, its
     ``exit_code`` maps the last result; the loop — turns in order, one result each — is this one.
-    ``structured`` (``--json-schema``): each turn's final answer is checked; one that fails goes
-    back to the model once before the result is written."""
+    ``structured`` (``--json-schema``, ``--output-schema``): each turn's final answer is checked;
+    one that fails goes back to the model once before the result is written. ``final`` is handed
+    the last result (``--output-last-message``) before this returns."""
     out = out or sys.stdout
     err = err or sys.stderr
     printer: Any = dialect.printer if dialect is not None else Printer(fmt, out, err, verbose)
@@ -406,6 +408,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         if tail or last is None or printer.since_result:
             last = _write(printer, state)
         stopper.exit_code = code_of(last)
+        if final is not None:
+            final(last)
         if fmt == "text" and dialect is None and last is not None and last.get("session_id"):
             _say(err, f"cox: session {last['session_id']}\n")
         if own:

@@ -65,3 +65,26 @@ def test_the_bash_log_example_logs_each_command(rig: Rig) -> None:
     rig.run(script)
     assert (rig.home / ".claude" / "bash-command-log.txt").read_text() == "echo hi - No description\n"
     assert json.loads(json.dumps(BASH_LOG))  # the file as the docs give it, nothing cox-specific in it
+
+
+def _blocking(marker: str) -> dict:
+    return {"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+        {"type": "command", "command": f"touch {marker}; echo no reading >&2; exit 2"}]}]}}
+
+
+READ = [{"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "a.txt"}}]}, {"text": "ok"}]
+
+
+def test_setting_sources_choose_whose_hooks_run(rig: Rig) -> None:
+    """``--setting-sources`` leaves out the Claude Code files it does not name, their hooks too;
+    ``--settings`` hooks are the user's own and run whatever the sources are."""
+    rig.claude_settings(_blocking(f"{rig.out}/user-hook"))
+    run = rig.run(READ)
+    assert (rig.out / "user-hook").exists() and run.of("tool_call_done")[0]["result"]["status"] == "denied"
+    (rig.out / "user-hook").unlink()
+    run = rig.run(READ, "go", "--setting-sources", "project,local")
+    assert not (rig.out / "user-hook").exists(), "a hook of a settings file --setting-sources left out ran"
+    assert run.of("tool_call_done")[0]["result"]["status"] == "ok"
+    run = rig.run(READ, "go", "--setting-sources", "", "--settings", json.dumps(_blocking(f"{rig.out}/flag-hook")))
+    assert (rig.out / "flag-hook").exists() and not (rig.out / "user-hook").exists()
+    assert "no reading" in run.of("tool_call_done")[0]["result"]["visible"]

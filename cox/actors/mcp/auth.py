@@ -315,6 +315,12 @@ async def http_transport(spec: McpServerSpec, auth: Callable[[McpServerSpec], ht
     if isinstance(provider, CoxOAuth) and on_login_lost is not None:
         provider.on_login_lost = on_login_lost
     try:
+        if spec.sse:  # the older HTTP+SSE transport (a Claude Code ``"type": "sse"`` entry)
+            from mcp.client.sse import sse_client
+
+            async with sse_client(spec.url, headers=dict(spec.headers), auth=provider) as streams:
+                yield streams[0], streams[1]
+            return
         async with create_mcp_http_client(headers=dict(spec.headers), auth=provider) as client, \
                 streamable_http_client(spec.url, http_client=client) as streams:
             yield streams[0], streams[1]

@@ -44,7 +44,8 @@ class Origin(StrEnum):
 
 @dataclass(frozen=True)
 class McpServerSpec:
-    """One server as cox runs it: stdio (``command``) or streamable HTTP (``url``)."""
+    """One server as cox runs it: stdio (``command``), streamable HTTP (``url``) or, for an entry of
+    ``"type": "sse"``, MCP's older HTTP+SSE transport (``url`` with ``sse``)."""
 
     name: str
     origin: Origin
@@ -63,10 +64,14 @@ class McpServerSpec:
     """An in-process server reached through the caller (the Claude Agent SDK's ``type: "sdk"``
     servers, over its control channel): an object whose ``transport(closed)`` is the async
     context manager yielding the session's streams. No process is started; nothing is cached."""
+    sse: bool = False
+    """``url`` speaks the HTTP+SSE transport (an event stream plus a POST endpoint it names)."""
 
     @property
     def transport(self) -> str:
-        return "sdk" if self.relay is not None else "http" if self.url else "stdio"
+        if self.relay is not None:
+            return "sdk"
+        return ("sse" if self.sse else "http") if self.url else "stdio"
 
     @classmethod
     def from_config(cls, name: str, cfg: McpServerConfig, origin: Origin = Origin.USER,
@@ -111,8 +116,8 @@ def parse_servers(raw: Any, origin: Origin, source: str) -> dict[str, McpServerS
             continue
         kind = entry.get("type")
         command, url = entry.get("command"), entry.get("url")
-        if kind in ("sse",):
-            log.warning("%s: mcp server %r uses the sse transport, which cox does not support; ignored", source, name)
+        if kind == "sse" and not isinstance(url, str):
+            log.warning("%s: mcp server %r of type sse has no url; ignored", source, name)
             continue
         if not isinstance(command, str) and not isinstance(url, str):
             log.warning("%s: mcp server %r has neither command nor url; ignored", source, name)
@@ -141,7 +146,7 @@ def parse_servers(raw: Any, origin: Origin, source: str) -> dict[str, McpServerS
             cwd=cwd,
             url=url if isinstance(url, str) and not isinstance(command, str) else None,
             headers={str(k): str(v) for k, v in headers.items()},
-            sandbox=sandbox, source=source, warnings=warnings,
+            sandbox=sandbox, source=source, warnings=warnings, sse=kind == "sse",
         )
     return out
 
@@ -156,11 +161,16 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None) -> dict[str, McpServerSpec]:
+def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None,
+                 flagged: Mapping[str, McpServerSpec] | None = None, strict: bool = False) -> dict[str, McpServerSpec]:
     """Every configured server, by name: user config, then ``~/.claude.json``, then ``<cwd>/.mcp.json``
-    (earlier sources win on a name clash). ``home`` defaults to ``Path.home()``."""
+    (earlier sources win on a name clash). ``home`` defaults to ``Path.home()``. ``flagged``: the
+    servers of ``--mcp-config`` (``cox.surfaces.config_flags``), which come first; ``strict``
+    (``--strict-mcp-config``): only those, no file is read."""
+    servers: dict[str, McpServerSpec] = dict(flagged or {})
+    if strict:
+        return servers
     home = Path.home() if home is None else home
-    servers: dict[str, McpServerSpec] = {}
     project_path = Path(cwd) / ".mcp.json"
     project = _read_json(project_path)
     claude = _read_json(home / ".claude.json")

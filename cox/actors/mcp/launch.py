@@ -75,7 +75,7 @@ def launch_record(spec: McpServerSpec, workspace: Path) -> dict[str, Any]:
     if spec.relay is not None:
         return {"transport": "sdk", "name": spec.name}
     if spec.url:
-        return {"transport": "http", "url": spec.url, "headers": sorted(spec.headers)}
+        return {"transport": spec.transport, "url": spec.url, "headers": sorted(spec.headers)}
     return {"transport": "stdio", "command": spec.command, "args": list(spec.args),
             "cwd": launch_cwd(spec, workspace), "env": sorted(spec.env), "env_values": _digest(dict(spec.env))}
 

@@ -66,7 +66,7 @@ def resolver(env: ToolEnv, workdir: str | None = None) -> Resolve:
 
     def resolve(raw: str) -> Path:
         path = confine(raw, env.roots, cwd=base, home=env.home)
-        check_writable(path, env.roots)  # every path of a patch is written (or removed)
+        check_writable(path, env.roots, env.services.writable_roots)  # every path of a patch is written (or removed)
         rule = path_denied(env, os.path.join(base, raw), path)
         if rule is not None:  # a failed hunk shows the file's lines: a patch reads what it changes
             raise PathEscape(f"{raw}: a Read deny rule ({rule.text}, from {rule.origin}) covers it, so "

@@ -222,7 +222,7 @@ class EditTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
-        check_writable(path, env.roots)
+        check_writable(path, env.roots, env.services.writable_roots)
         old, new = call.input.get("old_string"), call.input.get("new_string")
         if not isinstance(old, str) or not isinstance(new, str):
             raise ToolInputError("'old_string' and 'new_string' must be strings")

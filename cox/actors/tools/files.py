@@ -45,7 +45,7 @@ class PathTool(BaseTool):
             return []
         path = resolve(call.input, env)
         try:
-            check_writable(path, env.roots)
+            check_writable(path, env.roots, env.services.writable_roots)
         except ToolInputError:
             return []  # the call refuses it: there is nothing to save first
         return [path]
@@ -137,7 +137,7 @@ class WriteTool(PathTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
-        check_writable(path, env.roots)
+        check_writable(path, env.roots, env.services.writable_roots)
         content = call.input.get("content")
         if not isinstance(content, str):
             raise ToolInputError("'content' must be a string")

@@ -24,16 +24,19 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_writable(path: Path, roots: Sequence[str | os.PathLike[str]]) -> None:
+def check_writable(path: Path, roots: Sequence[str | os.PathLike[str]],
+                   writable: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Raise :class:`ToolInputError` when ``path`` (a confined, resolved path) is git metadata or
     cox's: a ``.git`` or ``.cox`` entry at any depth below its workspace root, or ``COX_HOME``;
-    or when it lies in a read-only root (every root after the first: ``paths.write_roots``)."""
+    or when it lies in a read-only root (every root after the first that is not also one of the
+    ``writable`` roots: ``paths.read_only_roots``)."""
     from cox.actors.store.layout import cox_home
+    from cox.policy.paths import read_only_roots
 
-    if len(roots) > 1 and not _inside(path, Path(os.path.realpath(roots[0]))):
-        for root in roots[1:]:
-            if _inside(path, Path(os.path.realpath(root))):
-                raise ToolInputError(f"{path} is in {root}, a read-only root of this session (the main checkout "
+    if len(roots) > 1 and not any(_inside(path, Path(os.path.realpath(r))) for r in (roots[0], *writable)):
+        for ro in read_only_roots(roots, writable):
+            if _inside(path, Path(os.path.realpath(ro))):
+                raise ToolInputError(f"{path} is in {ro}, a read-only root of this session (the main checkout "
                                      f"of its worktree); edits land in {roots[0]}: write the file there instead")
     home = Path(os.path.realpath(cox_home()))
     if _inside(path, home):

@@ -55,10 +55,7 @@ class ClaudeDialect:
             self.printer.on_approval = self.permissions.ask
         from .sdk_mcp import sdk_servers
 
-        specs, problems = sdk_servers(getattr(args, "mcp_config", None), self.outgoing)
-        prep.extra_mcp.update(specs)
-        for problem in problems:
-            self.err.write(f"cox: warning: {problem}\n")
+        prep.extra_mcp.update(sdk_servers(prep.flags.sdk_servers if prep.flags is not None else {}, self.outgoing))
         for flag in getattr(args, "ignored_flags", None) or []:
             self.err.write(f"cox: warning: {flag} is not supported by this cox yet; ignored\n")
         if streaming:

@@ -24,22 +24,16 @@ TRIGGERS = ("-p", "--print", "--output-format", "--input-format")
 SUBCOMMANDS = frozenset({"run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch",
                          "mcp", "hooks", "ext"})
 
-# Flags the SDK or `claude -p` scripts pass that this branch does not implement. Each entry:
-# (option strings, nargs or None for a switch, who implements it). Accepted and ignored here.
+# Flags the SDK or `claude -p` scripts pass that cox does not implement: accepted, and named on
+# stderr as ignored. Each entry: (option strings, nargs or None for a switch, what it would take).
 PENDING: list[tuple[tuple[str, ...], Any, str]] = [
-    (("--system-prompt",), 1, "ccflags"), (("--system-prompt-file",), 1, "ccflags"),
-    (("--append-system-prompt",), 1, "ccflags"),
-    (("--allowedTools", "--allowed-tools"), 1, "ccflags"), (("--disallowedTools", "--disallowed-tools"), 1, "ccflags"),
-    (("--tools",), 1, "ccflags"), (("--max-budget-usd",), 1, "ccflags"), (("--fallback-model",), 1, "ccflags"),
-    (("--session-id",), 1, "ccflags"), (("--json-schema",), 1, "ccflags"), (("--setting-sources",), 1, "ccflags"),
-    (("--dangerously-skip-permissions",), None, "ccflags"),
-    (("--strict-mcp-config",), None, "ccexec"), (("--settings",), 1, "ccexec"), (("--add-dir",), 1, "ccexec"),
-    (("--betas",), 1, "nobody yet"), (("--task-budget",), 1, "nobody yet"),
-    (("--include-hook-events",), None, "nobody yet"), (("--resume-session-at",), 1, "nobody yet"),
-    (("--resume-drops-turn",), 1, "nobody yet"), (("--session-mirror",), None, "nobody yet"),
-    (("--plugin-dir",), 1, "nobody yet"), (("--thinking",), 1, "nobody yet"),
-    (("--max-thinking-tokens",), 1, "nobody yet"), (("--thinking-display",), 1, "nobody yet"),
-    (("--effort",), 1, "nobody yet"),
+    (("--system-prompt-file",), 1, "a file read as --system-prompt"),
+    (("--betas",), 1, "provider betas"), (("--task-budget",), 1, "a token budget per task"),
+    (("--include-hook-events",), None, "hook events on the wire"), (("--resume-session-at",), 1, "resume at a message"),
+    (("--resume-drops-turn",), 1, "resume without the last turn"), (("--session-mirror",), None, "a mirrored transcript"),
+    (("--plugin-dir",), 1, "Claude Code plugins"), (("--thinking",), 1, "thinking settings"),
+    (("--max-thinking-tokens",), 1, "thinking settings"), (("--thinking-display",), 1, "thinking settings"),
+    (("--effort",), 1, "reasoning effort"),
 ]
 SILENT = {"--system-prompt": "", "--setting-sources": None}
 """Values the SDK sends by default that mean "as usual": no warning for them."""
@@ -82,9 +76,6 @@ def add_dialect_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("--permission-prompt-tool", metavar="stdio",
                      help="stdio: ask the client on stdin/stdout (Claude Code's can_use_tool) about every call "
                           "that would need a person's approval")
-    if "--mcp-config" not in have:  # ccexec parses it; this dialect takes its `type: "sdk"` servers
-        run.add_argument("--mcp-config", dest="mcp_config", action="append", metavar="JSON", default=None,
-                         help=argparse.SUPPRESS)
     for options, nargs, _who in PENDING:
         if any(o in have or o in run._option_string_actions for o in options):
             continue

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from .outgoing import Outgoing
@@ -82,29 +80,10 @@ class SdkRelay:
         self.outgoing.send({"subtype": "mcp_message", "server_name": self.name, "message": data}, answer)
 
 
-def sdk_servers(values: Any, outgoing: Outgoing) -> tuple[dict[str, Any], list[str]]:
-    """The ``type: "sdk"`` servers among ``--mcp-config`` values (JSON text or a file), as
-    ``McpServerSpec``s with a relay; and the sentences for what could not be read."""
+def sdk_servers(entries: dict[str, dict[str, Any]], outgoing: Outgoing) -> dict[str, Any]:
+    """The ``type: "sdk"`` servers ``--mcp-config`` named (``config_flags.ConfigFlags.sdk_servers``,
+    read and checked there with the other servers) as ``McpServerSpec``s relayed to the client."""
     from cox.actors.mcp.config import McpServerSpec, Origin
 
-    specs: dict[str, Any] = {}
-    problems: list[str] = []
-    for value in values if isinstance(values, list) else [values] if isinstance(values, str) else []:
-        text = value
-        if not value.lstrip().startswith("{"):
-            try:
-                text = Path(value).read_text()
-            except OSError:
-                continue  # a file for the --mcp-config parser to report on
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(f"--mcp-config: not JSON ({exc.msg} at column {exc.colno})")
-            continue
-        servers = data.get("mcpServers") if isinstance(data, dict) else None
-        for name, entry in (servers or {}).items() if isinstance(servers, dict) else ():
-            if isinstance(entry, dict) and entry.get("type") == "sdk":
-                specs[str(name)] = McpServerSpec(name=str(name), origin=Origin.USER, sandbox=False,
-                                                 source="--mcp-config (the SDK client)",
-                                                 relay=SdkRelay(str(name), outgoing))
-    return specs, problems
+    return {name: McpServerSpec(name=name, origin=Origin.USER, sandbox=False, source="--mcp-config (the SDK client)",
+                                relay=SdkRelay(name, outgoing)) for name in entries}

@@ -8,6 +8,7 @@ valid bearer token gets 401 and a ``WWW-Authenticate`` challenge naming
 checked by asking the authorization server's ``/introspect`` endpoint (RFC 7662), so the test's
 authorization server alone decides which tokens are valid (and when they expire).
 
+``COX_TEST_SSE`` (set) serves the older HTTP+SSE transport at ``/sse`` instead.
 ``COX_TEST_PIDFILE`` gets this process's pid (so a test can SIGKILL it); ``COX_TEST_MARKER``
 gets a line per echo call.
 """
@@ -88,4 +89,7 @@ def hang() -> str:
 
 
 if __name__ == "__main__":
-    server.run("streamable-http", host="127.0.0.1", port=PORT)
+    if os.environ.get("COX_TEST_SSE"):  # the older HTTP+SSE transport, at /sse
+        server.run("sse", host="127.0.0.1", port=PORT)
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=PORT)
