@@ -7,7 +7,7 @@ lower-case names. As in Claude Code, an ``Edit`` rule covers every tool that edi
 
 from __future__ import annotations
 
-__all__ = ["CLOUD_AGENT", "PATH_RULES", "RULE_TOOLS", "grant_name", "is_mcp", "rule_names_for"]
+__all__ = ["AGENT_RULES", "CLOUD_AGENT", "PATH_RULES", "RULE_TOOLS", "grant_name", "is_mcp", "rule_names_for"]
 
 CLOUD_AGENT = "cloud_agent"
 
@@ -22,18 +22,25 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "NotebookEdit": _EDITS,
     "Write": frozenset({"write"}),
     "Bash": frozenset({"bash"}),
+    "LS": frozenset({"ls"}),
     "WebFetch": frozenset({"web_fetch"}),
     "WebSearch": frozenset({"web_search"}),
     "CloudAgent": frozenset({CLOUD_AGENT}),
     "Agent": frozenset({"agent"}),
     "Task": frozenset({"agent"}),
+    # Read-only (it never asks), but a deny rule written for Claude Code keeps the model off it.
+    "TodoWrite": frozenset({"todo_write"}),
     # MCP resources (Claude Code's names); the subject is ``<server>`` / ``<server> <uri>``.
     "ListMcpResourcesTool": frozenset({"list_mcp_resources"}),
     "ReadMcpResourceTool": frozenset({"read_mcp_resource"}),
 }
 
 # Rule names whose specifier is a path glob (``Read(~/.ssh/**)``).
-PATH_RULES = frozenset({"Read", "Grep", "Glob", "Edit", "MultiEdit", "NotebookEdit", "Write"})
+PATH_RULES = frozenset({"Read", "Grep", "Glob", "LS", "Edit", "MultiEdit", "NotebookEdit", "Write"})
+
+# Rule names whose specifier is an agent type (``Task(Explore)``), compared with the call's
+# ``subagent_type`` (the part of the agent tool's subject before ": ").
+AGENT_RULES = frozenset({"Task", "Agent"})
 
 _BY_TOOL: dict[str, frozenset[str]] = {}
 for _rule, _tools in RULE_TOOLS.items():
@@ -44,7 +51,7 @@ for _rule, _tools in RULE_TOOLS.items():
 _GRANT = {"read": "Read", "grep": "Grep", "glob": "Glob", "edit": "Edit", "write": "Edit",
           "apply_patch": "Edit", "rename_symbol": "Edit", "diagnostics": "Read", "definition": "Read",
           "references": "Read", "bash": "Bash", "web_fetch": "WebFetch", "web_search": "WebSearch",
-          "agent": "Agent", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
+          "agent": "Agent", "todo_write": "TodoWrite", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
 
 
 def is_mcp(tool: str) -> bool:
