@@ -123,3 +123,29 @@ def test_a_write_in_claude_spelling_is_checkpointed_and_rewound(attack) -> None:
     assert back.result["subtype"] == "success", back.proc.stdout[-2000:] + back.proc.stderr
     assert len(back.events("rewound")) == 1
     assert target.read_text() == "before\n"
+
+
+def test_a_users_claude_code_settings_stop_the_claude_spelling(attack) -> None:  # type: ignore[no-untyped-def]
+    """The person's own ~/.claude/settings.json, written for Claude Code, holds against a model
+    calling Claude Code's tools — even in bypassPermissions."""
+    attack.file("secrets/key.txt", f"{SECRET}\n")
+    config = attack.file("config/app.toml", "safe = true\n")
+    marker = attack.workspace / "fetched"
+    attack.file(".claude/settings.json", json.dumps({"permissions": {"deny": [
+        "Read(/secrets/**)", "Bash(curl:*)", "Edit(/config/**)", "TodoWrite"]}}), root=attack.home)
+    calls = [
+        {"id": "s1", "name": "Read", "input": {"file_path": str(attack.workspace / "secrets" / "key.txt")}},
+        {"id": "s2", "name": "Bash", "input": {"command": f"curl -s http://127.0.0.1:9 ; touch {marker}"}},
+        {"id": "s3", "name": "MultiEdit", "input": {"file_path": "config/app.toml", "edits": [
+            {"old_string": "safe = true", "new_string": "safe = false"}]}},
+        {"id": "s4", "name": "Write", "input": {"file_path": "config/new.toml", "content": "x\n"}},
+        {"id": "s5", "name": "TodoWrite", "input": {"todos": [{"content": "a", "status": "pending",
+                                                               "activeForm": "A"}]}},
+    ]
+    out = attack.run([{"tool_calls": calls}, {"text": "done"}], args=("--permission-mode", "bypassPermissions"))
+    assert out.result["subtype"] == "success", out.proc.stderr
+    by_id = {e["call_id"]: e["result"] for e in out.events("tool_call_done")}
+    assert {k: v["status"] for k, v in by_id.items()} == {f"s{i}": "denied" for i in range(1, 6)}, by_id
+    assert "settings.json" in by_id["s1"]["visible"], by_id["s1"]
+    assert SECRET not in out.proc.stdout and not marker.exists()
+    assert config.read_text() == "safe = true\n" and not (attack.workspace / "config" / "new.toml").exists()
