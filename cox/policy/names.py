@@ -51,7 +51,7 @@ for _rule, _tools in RULE_TOOLS.items():
 _GRANT = {"read": "Read", "grep": "Grep", "glob": "Glob", "edit": "Edit", "write": "Edit",
           "apply_patch": "Edit", "rename_symbol": "Edit", "diagnostics": "Read", "definition": "Read",
           "references": "Read", "bash": "Bash", "web_fetch": "WebFetch", "web_search": "WebSearch",
-          "agent": "Agent", "todo_write": "TodoWrite", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
+          "agent": "Agent", "list_mcp_resources": "ListMcpResourcesTool", "read_mcp_resource": "ReadMcpResourceTool"}
 
 
 def is_mcp(tool: str) -> bool:
