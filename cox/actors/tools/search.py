@@ -615,9 +615,10 @@ def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: Ca
 def _multiline_found(rx: re.Pattern[str], text: str, first_only: bool) -> list[int]:
     """The (0-based) lines a multiline pattern's matches cover, each line once, as rg -U has them."""
     found: dict[int, None] = {}
+    breaks = [m.start() for m in re.finditer("\n", text)]  # line i ends at breaks[i]
     for match in rx.finditer(text):
-        start = text.count("\n", 0, match.start())
-        end = start + text.count("\n", match.start(), max(match.start(), match.end() - 1))
+        start = bisect.bisect_left(breaks, match.start())
+        end = bisect.bisect_left(breaks, max(match.start(), match.end() - 1))
         for i in range(start, end + 1):
             found.setdefault(i, None)
         if first_only:
