@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cox.actors.tools.spelling import COX_NAME
 from cox.slim import dataclass
 
 from .frontmatter import Block, FrontMatterError, Value, split
@@ -89,10 +90,8 @@ SPAWNING_TOOLS = frozenset(name for name, kind in TOOL_KINDS.items() if kind == 
 starts agents too, so it would step around the limit)."""
 
 CLAUDE_TOOLS: dict[str, str] = {
-    "read": "read", "write": "write", "edit": "edit", "multiedit": "edit", "bash": "bash",
-    "grep": "grep", "glob": "glob", "ls": "ls", "webfetch": "web_fetch", "todowrite": "todo_write",
-    "task": "agent", "agent": "agent", "listmcpresourcestool": "list_mcp_resources",
-    "readmcpresourcetool": "read_mcp_resource", "skill": "skill",
+    **{claude.lower(): cox for claude, cox in COX_NAME.items()},  # the one spelling table (Skill included)
+    "listmcpresourcestool": "list_mcp_resources", "readmcpresourcetool": "read_mcp_resource",
 }
 """Claude Code's tool names (case-insensitive) → cox's. Not mapped, so dropped with a warning:
 ``WebSearch``, ``NotebookEdit``, ``BashOutput``, ``KillShell`` and the rest (cox has no

@@ -20,8 +20,11 @@ Nothing else in these files (``env``, ``hooks``, ``apiKeyHelper``, ``model``, MC
   (``Read(.env)``, ``Read(*.pem)``) matches in every folder, as in gitignore, so it becomes
   ``Read(**/.env)`` (an allow rule keeps the narrower, root-only meaning); Claude's ``Bash(npm run *)`` is cox's
   ``Bash(npm run:*)``; a deny or ask rule on ``LS`` or ``NotebookRead`` becomes the same rule on
-  ``Read``, which covers cox's ``ls`` and ``read`` tools. Rules naming tools cox does not have
-  (``TodoWrite``, ``ExitPlanMode``, ``KillShell`` …) are skipped: they cannot match anything.
+  ``Read``, which covers cox's ``ls`` and ``read`` tools (an allow rule on ``LS`` stays on cox's
+  ``ls``). ``TodoWrite`` rules apply to cox's ``todo_write``, the same tool under cox's name: a
+  deny written to keep the model off the plan list keeps it off in cox too (it is read-only, so
+  an allow or ask rule changes nothing). Rules naming tools cox does not have (``ExitPlanMode``,
+  ``KillShell`` …) are skipped: they cannot match anything.
 - A rule cox cannot parse, or a ``*`` inside a Bash rule (cox matches Bash rules as exact text or
   ``prefix:*``), is skipped with a warning naming the file and line; a file that is not valid
   JSON, or whose ``permissions`` is not an object, is one warning and cox goes on without it. A
@@ -48,11 +51,11 @@ from .readfile import NotASettingsFile, read_settings_bytes
 __all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text", "user_settings_path"]
 
 KINDS = ("allow", "ask", "deny")
-_PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob"})
+_PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS"})
 _AS_READ = frozenset({"LS", "NotebookRead"})  # Claude tools whose deny/ask cox applies to Read
 # Claude Code tools cox has no counterpart for: a rule on one of them cannot match a cox call.
-_ABSENT = frozenset({"TodoWrite", "TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashOutput",
-                     "SlashCommand", "LS", "NotebookRead", "EnterPlanMode", "AskUserQuestion", "LSP"})
+_ABSENT = frozenset({"TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashOutput",
+                     "SlashCommand", "NotebookRead", "EnterPlanMode", "AskUserQuestion", "LSP"})
 
 
 def user_settings_path(home: Path, env: Mapping[str, str]) -> Path:

@@ -6,10 +6,14 @@ The seam's points and payloads (what the session actor passes) become Claude Cod
 ``session_id``, ``transcript_path`` (cox's rollout), ``cwd``, ``permission_mode``,
 ``hook_event_name`` and the event's own fields (``prompt``; ``tool_name``, ``tool_input``,
 ``tool_use_id``, ``tool_response`` / ``error``; ``stop_hook_active``; ``source``; ``trigger``;
-``message``, ``notification_type``; ``reason``). A tool is named as Claude Code names it
-(``Bash``, ``Read``, ``Edit``…) where it has a counterpart, else by cox's name (``mcp__srv__tool``
-is the same in both); matchers see both names. A file tool's ``path`` is also given as Claude's
-absolute ``file_path``, and an ``updatedInput`` that changes ``file_path`` changes ``path``.
+``message``, ``notification_type``; ``reason``). A tool call is shown in Claude Code's spelling
+(``cox.actors.tools.spelling``, the one mapping): ``tool_name`` ``Bash``, ``Read``, ``MultiEdit``…
+where it has a counterpart, else cox's name (``apply_patch``, ``mcp__srv__tool``); ``tool_input``
+in Claude Code's fields (an absolute ``file_path``, Bash's ``timeout`` in milliseconds, Grep's
+``output_mode`` / ``-i`` / ``-C``, TodoWrite's ``activeForm``…), with cox's own beside them as
+``cox_tool_name`` / ``cox_tool_input``. A PreToolUse ``updatedInput`` is read in the same
+spelling and mapped back to cox's input. Matchers see both names, and ``Edit``/``MultiEdit`` match
+every tool that edits a file in place (``edit``, ``apply_patch``), as in Claude Code.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cox.actors.tools.spelling import claude_name, to_claude, to_cox
 from cox.slim import dataclass
 
 from .answer import interpret, merge
@@ -31,12 +36,9 @@ from .spec import TOOL_EVENTS, HookSpec
 if TYPE_CHECKING:
     from .zygote import HookSandbox
 
-CLAUDE_NAMES: dict[str, tuple[str, ...]] = {
-    "bash": ("Bash",), "read": ("Read",), "write": ("Write",), "edit": ("Edit", "MultiEdit"),
-    "apply_patch": ("Edit", "MultiEdit"), "grep": ("Grep",), "glob": ("Glob",), "ls": ("LS",),
-    "web_fetch": ("WebFetch",), "todo_write": ("TodoWrite",),
-}
-FILE_TOOLS = frozenset({"read", "write", "edit"})
+EDIT_MATCHERS: dict[str, tuple[str, ...]] = {"edit": ("Edit", "MultiEdit"), "apply_patch": ("Edit", "MultiEdit")}
+"""Names a matcher also sees beyond the two spellings: Claude Code's edit hooks cover every
+in-place edit, whichever form the call took."""
 MATCH_KEY = {"SessionStart": "source", "PreCompact": "trigger", "Notification": "notification_type",
              "SessionEnd": "reason"}
 SESSION_END_S = 5.0
@@ -46,8 +48,10 @@ MAX_STOP_CONTINUES = 5
 in one turn, its answer is ignored with a warning."""
 
 
-def tool_names(name: str) -> tuple[str, ...]:
-    return (*CLAUDE_NAMES.get(name, ()), name)
+def tool_names(name: str, given: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The names a matcher sees for cox tool ``name``: Claude Code's (``MultiEdit`` for an edit
+    with ``edits``) first, then the edit aliases, then cox's own."""
+    return tuple(dict.fromkeys((claude_name(name, given), *EDIT_MATCHERS.get(name, ()), name)))
 
 
 @dataclass
@@ -80,7 +84,7 @@ class SessionHooks:
                 self.agent_continues.pop(str(payload.get("agent_id", "")), None)  # its turn ends
             return None
         if point == "PreToolUse" and isinstance(reply.get("input"), dict):
-            reply["input"] = self._cox_input(payload, data.get("tool_input", {}), reply["input"])
+            reply["input"] = to_cox(str(data.get("tool_name", "")), reply["input"])[1]
         if point == "Stop" and reply.get("continue"):
             self.stop_continues += 1
             if self.stop_continues > MAX_STOP_CONTINUES:
@@ -108,7 +112,7 @@ class SessionHooks:
 
     def _chosen(self, point: str, payload: dict[str, Any]) -> list[HookSpec]:
         if point in TOOL_EVENTS:
-            names = tool_names(str(payload.get("tool", "")))
+            names = tool_names(str(payload.get("tool", "")), payload.get("input") or {})
         elif point in MATCH_KEY:
             names = (str(payload.get(MATCH_KEY[point], "")),)
         else:
@@ -152,9 +156,10 @@ class SessionHooks:
                                 "hook_event_name": point}
         if point in TOOL_EVENTS:
             name = str(payload.get("tool", ""))
-            data["tool_name"] = tool_names(name)[0]
+            given = payload.get("input") or {}
+            data["tool_name"], data["tool_input"] = to_claude(name, given, cwd=self.cwd)
             data["cox_tool_name"] = name
-            data["tool_input"] = self._claude_input(name, payload.get("input") or {})
+            data["cox_tool_input"] = given
             data["tool_use_id"] = payload.get("id", "")
             if point == "PostToolUse":
                 data["tool_response"] = {"output": payload.get("output", ""), "status": payload.get("status", "")}
@@ -184,20 +189,6 @@ class SessionHooks:
         elif point == "SessionEnd":
             data["reason"] = payload.get("reason", "other")
         return data
-
-    def _claude_input(self, name: str, given: Mapping[str, Any]) -> dict[str, Any]:
-        out = dict(given)
-        if name in FILE_TOOLS and isinstance(given.get("path"), str) and "file_path" not in out:
-            out["file_path"] = os.path.normpath(os.path.join(self.cwd, os.path.expanduser(given["path"])))
-        return out
-
-    def _cox_input(self, payload: dict[str, Any], shown: Mapping[str, Any], updated: dict[str, Any]) -> dict[str, Any]:
-        out = dict(updated)
-        if str(payload.get("tool", "")) in FILE_TOOLS and "file_path" in out:
-            path = out.pop("file_path")
-            if path != shown.get("file_path") or "path" not in out:
-                out["path"] = path
-        return out
 
 
 def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path: Path,

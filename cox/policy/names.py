@@ -7,7 +7,7 @@ lower-case names. As in Claude Code, an ``Edit`` rule covers every tool that edi
 
 from __future__ import annotations
 
-__all__ = ["CLOUD_AGENT", "PATH_RULES", "RULE_TOOLS", "grant_name", "is_mcp", "rule_names_for"]
+__all__ = ["AGENT_RULES", "CLOUD_AGENT", "PATH_RULES", "RULE_TOOLS", "grant_name", "is_mcp", "rule_names_for"]
 
 CLOUD_AGENT = "cloud_agent"
 
@@ -18,6 +18,7 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
     "Grep": frozenset({"grep"}),
     "Glob": frozenset({"glob"}),
     "LS": frozenset({"ls"}),
+    # Read-only (it never asks), but a deny rule written for Claude Code keeps the model off it.
     "TodoWrite": frozenset({"todo_write"}),
     "Edit": _EDITS,
     "MultiEdit": _EDITS,
@@ -36,7 +37,11 @@ RULE_TOOLS: dict[str, frozenset[str]] = {
 }
 
 # Rule names whose specifier is a path glob (``Read(~/.ssh/**)``).
-PATH_RULES = frozenset({"Read", "Grep", "Glob", "Edit", "MultiEdit", "NotebookEdit", "Write"})
+PATH_RULES = frozenset({"Read", "Grep", "Glob", "LS", "Edit", "MultiEdit", "NotebookEdit", "Write"})
+
+# Rule names whose specifier is an agent type (``Task(Explore)``), compared with the call's
+# ``subagent_type`` (the part of the agent tool's subject before ": ").
+AGENT_RULES = frozenset({"Task", "Agent"})
 
 _BY_TOOL: dict[str, frozenset[str]] = {}
 for _rule, _tools in RULE_TOOLS.items():

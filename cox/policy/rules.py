@@ -6,7 +6,8 @@
 - ``WebFetch(domain:host)`` that host and its subdomains;
 - ``Read(glob)``, ``Edit(glob)`` … a path glob for file tools (see :mod:`cox.policy.globs`);
 - ``mcp__server`` (or ``mcp__server__*``) every tool of an MCP server, ``mcp__server__tool`` one;
-- ``CloudAgent(owner/repo)`` one GitHub repository, names compared ignoring case.
+- ``CloudAgent(owner/repo)`` one GitHub repository, names compared ignoring case;
+- ``Task(type)`` / ``Agent(type)`` the subagents of one type (``Task(Explore)``), ignoring case.
 
 For ``Bash`` the text and prefix are compared in canonical form (quotes removed and re-added one
 way, spaces collapsed: :func:`cox.policy.bash.canonical`), command by command; a bare ``Bash``
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 from cox.slim import dataclass
 
 from .globs import GlobError, compile_glob
-from .names import PATH_RULES, RULE_TOOLS, is_mcp
+from .names import AGENT_RULES, PATH_RULES, RULE_TOOLS, is_mcp
 
 __all__ = ["Rule", "RuleError", "host_of", "parse_rule"]
 
@@ -87,6 +88,10 @@ class Rule:
             return host is not None and (host == self.value or host.endswith("." + self.value))
         if self.tool == "CloudAgent":
             return subject.strip().lower() == self.value
+        if self.tool in AGENT_RULES:  # Task(Explore): the agent's type, as Claude Code's rules name it
+            subject = subject.partition(": ")[0].strip()
+            if kind == "exact":
+                return subject.lower() == self.value.strip().lower()
         if kind == "exact":
             return subject == self.value
         return _has_prefix(subject, self.value)

@@ -39,6 +39,7 @@ _TOOLS: dict[str, tuple[str, Risk]] = {
     "NotebookEdit": ("edit", Risk.WRITE), "Write": ("write", Risk.WRITE),
     "WebFetch": ("web_fetch", Risk.EXEC), "WebSearch": ("web_search", Risk.READ_ONLY),
     "CloudAgent": ("cloud_agent", Risk.DESTRUCTIVE), "Agent": ("agent", Risk.EXEC), "Task": ("agent", Risk.EXEC),
+    "LS": ("ls", Risk.READ_ONLY), "TodoWrite": ("todo_write", Risk.READ_ONLY),
 }
 _BY_COX = {tool: (tool, risk) for tool, risk in _TOOLS.values()}
 _BY_COX.update({"apply_patch": ("apply_patch", Risk.WRITE), "edit": ("edit", Risk.WRITE)})

@@ -131,11 +131,14 @@ def test_bad_rules_are_skipped_one_by_one_with_their_line(cfg: Env) -> None:
 
 
 def test_claude_spellings_become_coxs(cfg: Env) -> None:
-    cfg.claude_user('{"permissions": {"allow": ["Bash(npm run *)", "TodoWrite", "LS"],'
-                    ' "deny": ["Read(/secrets/**)", "Edit(//etc/**)", "LS(./private)", "NotebookRead(./n.ipynb)"]}}')
+    cfg.claude_user('{"permissions": {"allow": ["Bash(npm run *)", "TodoWrite", "LS", "ExitPlanMode", "LS(/docs/**)"],'
+                    ' "deny": ["Read(/secrets/**)", "Edit(//etc/**)", "LS(./private)", "NotebookRead(./n.ipynb)",'
+                    ' "TodoWrite", "KillShell"]}}')
     config = cfg.load()
-    assert config.permissions.allow == ["Bash(npm run:*)"]  # tools cox lacks are skipped quietly
-    assert config.permissions.deny == ["Read(./secrets/**)", "Edit(//etc/**)", "Read(./private)", "Read(./n.ipynb)"]
+    # TodoWrite and LS are cox's todo_write and ls; tools cox lacks are skipped quietly
+    assert config.permissions.allow == ["Bash(npm run:*)", "TodoWrite", "LS", "LS(./docs/**)"]
+    assert config.permissions.deny == ["Read(./secrets/**)", "Edit(//etc/**)", "Read(./private)", "Read(./n.ipynb)",
+                                       "TodoWrite"]
     assert config.warnings == []
 
 
@@ -154,7 +157,9 @@ def test_claude_spellings_become_coxs(cfg: Env) -> None:
     ("Read(~/x)", "deny", "Read(~/x)"),
     ("WebFetch(domain:example.com)", "deny", "WebFetch(domain:example.com)"),
     ("mcp__github__create_issue", "deny", "mcp__github__create_issue"),
-    ("LS", "allow", None),
+    ("LS", "allow", "LS"),
+    ("TodoWrite", "deny", "TodoWrite"),
+    ("ExitPlanMode", "deny", None),
     ("LS", "deny", "Read"),
 ])
 def test_translate(rule: str, kind: str, out: str | None) -> None:

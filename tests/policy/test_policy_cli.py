@@ -86,6 +86,17 @@ def test_check_other_tools(config: str, tmp_path: Path) -> None:
     assert check("--tool", "mcp__gh__issue", "--", "mcp__gh__issue")["decision"] == "ask"
 
 
+def test_check_todo_write_ls_and_task_rules(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[permissions]\ndeny = ["TodoWrite", "LS(./private/**)", "Task(Explore)"]\n')
+    r = check("--config", str(rules), "--tool", "TodoWrite", "--", "")
+    assert r["decision"] == "deny" and r["tool"] == "todo_write" and r["rule"] == "TodoWrite"
+    r = check("--config", str(rules), "--root", str(tmp_path), "--tool", "LS", "--", str(tmp_path / "private" / "x"))
+    assert r["decision"] == "deny" and r["tool"] == "ls"
+    assert check("--config", str(rules), "--tool", "Task", "--", "explore: look around")["decision"] == "deny"
+    assert check("--config", str(rules), "--tool", "Task", "--", "general-purpose: look")["decision"] == "ask"
+
+
 def test_check_without_config_uses_built_in_denies(tmp_path: Path) -> None:
     r = check("--home", str(tmp_path), "--tool", "Read", "--", f"{tmp_path}/.aws/credentials")
     assert r["decision"] == "deny"

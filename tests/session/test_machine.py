@@ -381,6 +381,34 @@ def test_reads_run_together_a_write_alone_and_results_return_in_emission_order(t
     assert of(out, fx.StartStream)
 
 
+def test_claude_code_spellings_batch_judge_and_dedup_as_coxs_tools(tmp_path: Path) -> None:
+    """``Read``/``Grep`` run together and ``Write`` alone, exactly as read/grep/write; the engine
+    and the read cache see cox's names; the history keeps the model's."""
+    sm, ports = machine(tmp_path)
+    start(sm)
+    out = end(sm, use("r1", "Read", file_path="a"), use("r2", "Grep", pattern="x", path="b"),
+              use("w1", "Write", file_path="c", content="C"), use("r3", "read", path="a"))
+    assert [c.call.id for c in of(out, fx.StartCall)] == ["r1", "r2"]
+    assert [(c.call.name, c.call.input) for c in of(out, fx.StartCall)] == [
+        ("read", {"path": "a"}), ("grep", {"pattern": "x", "path": "b", "files_with_matches": True})]
+    assert [d[0] for d in ports.decided] == ["read", "grep", "write", "read"]
+    assert [e.call.name for e in events(out) if e.type == "tool_call_requested"] == ["read", "grep", "write", "read"]
+    gen = of(out, fx.StartCall)[0].gen
+    sm.on(fx.ToolDone(gen, "r1", ToolResult(visible="A"), 1.0))
+    out = sm.on(fx.ToolDone(gen, "r2", ToolResult(visible="B"), 1.0))
+    assert [(c.call.id, c.call.name) for c in of(out, fx.StartCall)] == [("w1", "write")]
+    out = sm.on(fx.ToolDone(gen, "w1", ToolResult(visible="C"), 1.0))
+    assert [c.call.id for c in of(out, fx.StartCall)] == ["r3"]  # judged before r1 ran: nothing to reuse yet
+    uses = [b for msg in sm.history if msg["role"] == "assistant" for b in msg["content"] if b.get("type") == "tool_use"]
+    assert [(b["name"], b["input"]) for b in uses][:3] == [("Read", {"file_path": "a"}),
+                                                           ("Grep", {"pattern": "x", "path": "b"}),
+                                                           ("Write", {"file_path": "c", "content": "C"})]
+    sm.on(fx.ToolDone(gen, "r3", ToolResult(visible="A"), 1.0))
+    out = end(sm, use("r4", "Read", file_path="a"))  # the same read in the other spelling: one cache entry
+    assert not of(out, fx.StartCall)
+    assert [e.result.visible for e in events(out) if e.type == "tool_call_done"][0].startswith("unchanged since #r")
+
+
 def test_a_repeated_read_is_answered_from_the_earlier_result(tmp_path: Path) -> None:
     sm, _ = machine(tmp_path)
     start(sm)

@@ -204,3 +204,57 @@ def test_near_matches_picks_the_best_non_overlapping_windows() -> None:
     found = near_matches(text, "alpha = 111")
     assert [f[0] for f in found][:2] == [4, 1]
     assert all(0.5 <= f[2] <= 1 for f in found)
+
+
+# -- several edits in one call (Claude Code's MultiEdit) ---------------------------------------------
+
+
+def test_edits_apply_in_order_each_to_the_result_of_the_one_before(ws: Path) -> None:
+    f = ws / "a.py"
+    f.write_text("alpha\r\nbeta\r\ngamma\r\n")
+    res = run(ws, path="a.py", edits=[{"old_string": "alpha", "new_string": "ALPHA\nnew"},
+                                      {"old_string": "ALPHA\nnew\nbeta", "new_string": "joined"},
+                                      {"old_string": "a", "new_string": "A", "replace_all": True}])
+    assert res.ok, res.visible
+    assert f.read_bytes() == b"joined\r\ngAmmA\r\n"  # the second saw the first's text; CRLF kept
+    assert res.visible.startswith("edited a.py: 4 replacements in 3 edits (+")
+    assert res.meta["edits"] == 3 and res.meta["replacements"] == 4
+
+
+def test_one_failed_edit_changes_nothing_and_names_which_and_why(ws: Path) -> None:
+    f = ws / "a.py"
+    f.write_text("x = 1\ny = 2\ny = 2\n")
+    before = f.read_bytes()
+    res = run(ws, path="a.py", edits=[{"old_string": "x = 1", "new_string": "x = 10"},
+                                      {"old_string": "y = 2", "new_string": "y = 20"}])
+    assert res.status.value == "error"
+    assert res.visible.startswith("edit 2 of 2 failed (in the file as the edits before it left it): "
+                                  "old_string occurs 2 times in a.py (at lines 2, 3)")
+    assert "None of the 2 edits was applied; a.py is unchanged." in res.visible
+    assert f.read_bytes() == before
+    missing = run(ws, path="a.py", edits=[{"old_string": "nope", "new_string": "z"},
+                                          {"old_string": "x = 1", "new_string": "x = 10"}])
+    assert missing.visible.startswith("edit 1 of 2 failed: old_string was not found in a.py")
+    assert f.read_bytes() == before
+
+
+def test_edits_input_is_checked_before_the_file_is_read(ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n")
+    for bad, said in [({"edits": []}, "non-empty list"),
+                      ({"edits": [{"old_string": "a"}]}, "edits[1] takes old_string, new_string and replace_all"),
+                      ({"edits": [{"old_string": "a", "new_string": "b", "oops": 1}]}, "not 'oops'"),
+                      ({"edits": [{"old_string": "a", "new_string": 2}]}, "edits[1]: 'old_string' and 'new_string'"),
+                      ({"edits": [{"old_string": "a", "new_string": "b"}], "old_string": "a", "new_string": "b"},
+                       "not both"),
+                      ({}, "give old_string and new_string, or an edits list")]:
+        with pytest.raises(ToolInputError, match=said.replace("[", r"\[").replace("]", r"\]")):
+            run(ws, path="a.txt", **bad)
+    assert (ws / "a.txt").read_text() == "a\n"
+
+
+def test_the_schema_describes_edits() -> None:
+    schema = EditTool.input_schema
+    assert schema["required"] == ["path"]
+    item = schema["properties"]["edits"]["items"]
+    assert set(item["properties"]) == {"old_string", "new_string", "replace_all"}
+    assert "edits" in EditTool.description and "all or nothing" in EditTool.description

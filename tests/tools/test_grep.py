@@ -101,6 +101,14 @@ QUERIES: list[dict[str, object]] = [
     {"pattern": "^$"},
     {"pattern": "nomatchanywhere"},
     {"pattern": ""},
+    {"pattern": "hello", "count": True},
+    {"pattern": "hello", "count": True, "max_results": 2},
+    {"pattern": "HELLO", "count": True, "case_insensitive": True, "glob": "*.py"},
+    {"pattern": r"def \w+\(\):\n\s+print", "multiline": True},
+    {"pattern": r"class Hello:.\s+pass", "multiline": True, "context": 1},
+    {"pattern": r"hello 1\nc", "multiline": True, "files_with_matches": True},
+    {"pattern": r"hello \d+\nhello", "multiline": True, "count": True},
+    {"pattern": r"main.*return", "multiline": True},
 ]
 
 
@@ -263,3 +271,24 @@ def test_contract(tmp_path: Path) -> None:
     assert tool.describe(ToolCall(id="t", name="grep", input={"pattern": "x"}), env).subject == str(ws)
     assert tool.parallel is True
     assert tool.writes(call, env) == []
+
+
+def test_count_lists_each_file_with_its_matching_lines(tmp_path: Path) -> None:
+    ws = make_tree(tmp_path / "ws", git=False)
+    res = grep(ws, pattern="hello", count=True, glob="*.txt")
+    lines = res.visible.splitlines()
+    assert "many.txt:50" in lines and "ctx.txt:3" in lines and "crlf.txt:1" in lines
+    assert lines[-1].startswith("[") and "matching lines in" in lines[-1]
+    assert res.meta["matches"] == sum(int(x.rsplit(":", 1)[1]) for x in lines[:-1])
+
+
+def test_multiline_spans_lines_and_a_newline_needs_it(tmp_path: Path) -> None:
+    ws = make_tree(tmp_path / "ws", git=False)
+    res = grep(ws, pattern=r"def main\(\):\n\s+print", multiline=True)
+    assert res.visible.splitlines() == ["src/app.py:3:def main():", "src/app.py:4:    print('hello world')"]
+    with pytest.raises(ToolInputError, match="set multiline: true"):
+        grep(ws, pattern=r"main\n")
+    with pytest.raises(ToolInputError, match="count or files_with_matches"):
+        grep(ws, pattern="x", count=True, files_with_matches=True)
+    with pytest.raises(ToolInputError, match="'multiline' must be true or false"):
+        grep(ws, pattern="x", multiline="yes")

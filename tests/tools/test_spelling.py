@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from cox.actors.tools.registry import builtin_tools
-from cox.actors.tools.spelling import CLAUDE_NAME, COX_NAME, claude_name, cox_name, to_claude, to_cox
+from cox.actors.tools.spelling import (
+    CLAUDE_NAME,
+    COX_NAME,
+    as_called,
+    as_cox_call,
+    claude_name,
+    cox_name,
+    to_claude,
+    to_cox,
+)
 
 
 def test_every_claude_name_is_a_cox_tool_and_back() -> None:
@@ -32,6 +41,12 @@ def test_grep_flags_and_claude_codes_default_output_mode() -> None:
     assert given == {"pattern": "x", "case_insensitive": True, "context": 4, "max_results": 9, "glob": "*.py",
                      "files_with_matches": True}
     assert to_cox("Grep", {"pattern": "x", "output_mode": "content"})[1] == {"pattern": "x"}
+    assert to_cox("Grep", {"pattern": "x", "output_mode": "count", "multiline": True})[1] == {
+        "pattern": "x", "count": True, "multiline": True}
+    assert to_cox("Grep", {"pattern": "x", "output_mode": "lines"})[1] == {"pattern": "x", "output_mode": "lines"}
+    assert to_cox("Grep", {"pattern": "x", "type": "py", "glob": "src/*"})[1] == {"pattern": "x", "glob": "src/*",
+                                                                                "files_with_matches": True}
+    assert to_claude("grep", {"pattern": "x", "count": True})[1] == {"pattern": "x", "output_mode": "count"}
     shown = to_claude("grep", {"pattern": "x", "case_insensitive": True, "context": 1})[1]
     assert shown == {"pattern": "x", "-i": True, "-C": 1, "output_mode": "content"}
 
@@ -55,3 +70,29 @@ def test_multiedit_todos_and_task() -> None:
 
 def test_an_unknown_claude_field_is_kept_for_the_tool_to_name() -> None:
     assert to_cox("Read", {"file_path": "a", "pages": "1-2"})[1] == {"path": "a", "pages": "1-2"}
+
+
+def test_each_direction_is_idempotent() -> None:
+    claude = ("Bash", {"command": "ls", "timeout": 2000})
+    assert to_claude(*claude) == claude
+    assert to_cox("bash", {"command": "ls", "timeout": 2}) == ("bash", {"command": "ls", "timeout": 2})
+    for name, given in [("Read", {"file_path": "/w/a"}), ("Grep", {"pattern": "x", "-i": True, "output_mode": "count"}),
+                        ("Bash", {"command": "ls", "timeout": 1000}), ("MultiEdit", {"file_path": "/w/a", "edits": []})]:
+        cox = to_cox(name, given)
+        assert to_cox(*cox) == cox
+        assert to_claude(*cox) == (name, given)  # the round trip gives the model's own spelling back
+
+
+def test_bash_drops_a_false_sandbox_switch_and_keeps_a_true_one_for_the_tool_to_refuse() -> None:
+    assert to_cox("Bash", {"command": "ls", "dangerouslyDisableSandbox": False}) == ("bash", {"command": "ls"})
+    assert to_cox("Bash", {"command": "ls", "dangerouslyDisableSandbox": True})[1]["dangerouslyDisableSandbox"] is True
+
+
+def test_the_choke_point_helpers() -> None:
+    call = as_cox_call({"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": "a", "content": "c"}})
+    assert (call.id, call.name, call.input) == ("t1", "write", {"path": "a", "content": "c"})
+    assert as_cox_call({"id": "t2", "name": "Read", "input": None}).input == {}
+    # a changed input goes back into the history in the spelling the model used
+    assert as_called("Write", "write", {"path": "b", "content": "c"}) == {"file_path": "b", "content": "c"}
+    assert as_called("write", "write", {"path": "b", "content": "c"}) == {"path": "b", "content": "c"}
+    assert as_called("mcp__s__t", "mcp__s__t", {"x": 1}) == {"x": 1}

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cox.actors.store import messages as sm
+from cox.actors.tools.spelling import as_called, as_cox_call
 from cox.policy.redact import scrub
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, Risk, StopReason, ToolCall, ToolResult
@@ -565,13 +566,13 @@ class TurnMachine:
         turn.denied_by_user = False
         prepared: list[tuple[ToolCall, ToolResult | None]] = []
         for block in uses:
-            call = ToolCall(id=block["id"], name=block["name"], input=block.get("input") or {})
+            call = as_cox_call(block)  # Claude Code's spelling (Bash, file_path…) runs as cox's tool
             early: ToolResult | None = None
             if call.name not in self.tools and call.name in self.deferred:
                 early = ToolResult.error(f"{call.name} is deferred and not loaded yet: call tool_search with "
                                          f"query 'select:{call.name}' first, then call it")
             elif call.name not in self.tools:
-                early = ToolResult.error(f"unknown tool {call.name!r}; available: {', '.join(sorted(self.tools))}")
+                early = ToolResult.error(f"unknown tool {block['name']!r}; available: {', '.join(sorted(self.tools))}")
             elif cut or "input_error" in block:
                 early = ToolResult.error(
                     "not run: your response was cut off (max_tokens) before this call's input was complete; "
@@ -660,7 +661,7 @@ class TurnMachine:
                 continue
             for block in msg["content"]:
                 if block.get("type") == "tool_use" and block.get("id") == call.id:
-                    block["input"] = call.input
+                    block["input"] = as_called(str(block.get("name", "")), call.name, call.input)
             break
 
     def _exclusive(self, call: ToolCall) -> bool:

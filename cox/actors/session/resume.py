@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
+from cox.actors.tools.spelling import as_called
 from cox.slim import dataclass
 
 from .history import result_block, user_text
@@ -63,7 +64,8 @@ def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
                 if msg.get("role") == "assistant":
                     for block in msg.get("content", []):
                         if block.get("type") == "tool_use" and block.get("id") == call.get("id"):
-                            block["input"] = call.get("input", {})
+                            block["input"] = as_called(str(block.get("name", "")), str(call.get("name", "")),
+                                                       call.get("input", {}))
                     break
         elif kind == "tool_call_done":
             res = ev.get("result", {})

@@ -159,9 +159,20 @@ class BaseTool(ABC):
     """False for an MCP tool whose definition waits for ``cox mcp trust``: it only says so."""
 
     def check(self, call_input: dict[str, Any]) -> None:
+        """Required fields present; and, for a schema that allows no others, no field it does not
+        name (a field the tool would ignore — ``Read``'s ``pages``, a typo — is refused, so the
+        model learns it had no effect instead of trusting it did)."""
         for key in self.required:
             if key not in call_input:
                 raise ToolInputError(f"{self.name}: missing required field {key!r}")
+        schema = self.input_schema
+        known = schema.get("properties")
+        if schema.get("additionalProperties") is False and isinstance(known, dict):
+            unknown = [k for k in call_input if k not in known]
+            if unknown:
+                listed = ", ".join(repr(k) for k in unknown)
+                raise ToolInputError(f"{self.name}: unknown field{'s' if len(unknown) > 1 else ''} {listed}; "
+                                     f"{self.name} takes {', '.join(known) or 'no fields'}")
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE

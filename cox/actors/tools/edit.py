@@ -5,6 +5,11 @@ string that is not there gets the nearest candidate lines (the model usually mis
 whitespace or a line), and a string that is there more than once gets every place it occurs
 (the model adds context or asks for ``replace_all``).
 
+Several changes to one file go in one call as ``edits`` (Claude Code's ``MultiEdit``): applied in
+order, each to the text the one before left, all or nothing — the file is written once, after
+every edit applied, so one failed edit leaves it untouched and the error names which one failed
+and why. One call is one write of one file: one checkpoint, one permission decision.
+
 The file is matched with ``\\r\\n`` read as ``\\n``, so a model that writes ``\\n`` can edit a
 CRLF file; the bytes around the change are kept exactly, the new text takes the file's line
 ending, and the encoding (UTF-8, with or without BOM, UTF-16 with BOM, else Latin-1 byte for
@@ -188,6 +193,81 @@ def atomic_write(path: Path, data: bytes) -> None:
     write_atomic(path, data, keep_mode=True, new_mode=0o666, follow=False, suffix=".cox-tmp")
 
 
+class EditFailed(Exception):
+    """One replacement cannot be made: the sentence the model reads (nothing was written)."""
+
+
+def replace_once(text: str, newline: str, old: str, new: str, replace_all: bool, where: str) -> tuple[str, int]:
+    """``text`` (the file's, its line endings as they are) with ``old`` replaced by ``new``, and
+    how many places changed; raises :class:`EditFailed` saying why it cannot be done."""
+    if old == new:
+        raise EditFailed("old_string and new_string are the same; there is nothing to change")
+    if not old:
+        raise EditFailed("old_string is empty; give the text to replace (use write to create a file)")
+    norm = Normalised(text)
+    old_n, new_n = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+    if old_n == new_n:
+        raise EditFailed("old_string and new_string differ only in line endings; there is nothing to change")
+    starts = [m.start() for m in re.finditer(re.escape(old_n), norm.text)]
+    if not starts:
+        raise EditFailed(not_found(norm.text, old_n, where))
+    if len(starts) > 1 and not replace_all:
+        numbers = [_line_of(norm.text, s) for s in starts]
+        listed = ", ".join(map(str, numbers[:MAX_LINE_NUMBERS])) + (" …" if len(numbers) > MAX_LINE_NUMBERS else "")
+        raise EditFailed(
+            f"old_string occurs {len(starts)} times in {where} (at lines {listed}); nothing was changed. "
+            "Add surrounding lines to old_string so it matches once, or set replace_all to change every one.")
+    replacement = new_n.replace("\n", newline)
+    pieces: list[str] = []
+    at = 0
+    for s in starts:
+        begin, end = norm.original_index(s), norm.original_index(s + len(old_n))
+        pieces += [norm.original[at:begin], replacement]
+        at = end
+    pieces.append(norm.original[at:])
+    return "".join(pieces), len(starts)
+
+
+def _edits(call_input: dict[str, Any]) -> list[dict[str, Any]]:
+    """The replacements a call asks for: its ``edits`` list, or its one old_string/new_string."""
+    if "edits" not in call_input:
+        if "old_string" not in call_input or "new_string" not in call_input:
+            raise ToolInputError("edit: give old_string and new_string, or an edits list of them")
+        return [_typed({k: call_input[k] for k in EDIT_FIELDS if k in call_input}, "")]
+    if any(k in call_input for k in EDIT_FIELDS):
+        raise ToolInputError("edit: give either old_string/new_string or an edits list, not both")
+    edits = call_input["edits"]
+    if not isinstance(edits, list) or not edits:
+        raise ToolInputError("edit: 'edits' must be a non-empty list of {old_string, new_string, replace_all?}")
+    for i, one in enumerate(edits, start=1):
+        if not isinstance(one, dict):
+            raise ToolInputError(f"edit: edits[{i}] must be an object with old_string and new_string")
+        unknown = [k for k in one if k not in EDIT_FIELDS]
+        if unknown or "old_string" not in one or "new_string" not in one:
+            raise ToolInputError(f"edit: edits[{i}] takes old_string, new_string and replace_all"
+                                 + (f", not {', '.join(map(repr, unknown))}" if unknown else ""))
+    return [_typed(one, f"edits[{i}]: ") for i, one in enumerate(edits, start=1)]
+
+
+def _typed(one: dict[str, Any], where: str) -> dict[str, Any]:
+    if not isinstance(one.get("old_string"), str) or not isinstance(one.get("new_string"), str):
+        raise ToolInputError(f"{where}'old_string' and 'new_string' must be strings")
+    if not isinstance(one.get("replace_all", False), bool):
+        raise ToolInputError(f"{where}'replace_all' must be true or false")
+    return one
+
+
+EDIT_FIELDS = ("old_string", "new_string", "replace_all")
+
+_ONE_EDIT = {
+    "old_string": {"type": "string",
+                   "description": "the exact text to replace; it must occur once unless replace_all is set"},
+    "new_string": {"type": "string", "description": "the text to put in its place (not equal to old_string)"},
+    "replace_all": {"type": "boolean",
+                    "description": "replace every occurrence instead of exactly one (default false)"},
+}
+
+
 class EditTool(PathTool):
     name = "edit"
     description = (
@@ -196,26 +276,29 @@ class EditTool(PathTool):
         "read shows) and exactly once: add a few surrounding lines to make it unique, or set replace_all to "
         "change every occurrence (a rename, say). If it is not found, the answer shows the nearest lines; if "
         "it occurs more than once, it lists the line numbers; either way nothing changed. Read the file "
-        "first. Line endings and the file's encoding are kept. For many changes in one file, or changes to "
-        "several files, apply_patch does them in one call; to create a file, use write. Use this rather than "
-        "sed -i or a heredoc in bash."
+        "first. Line endings and the file's encoding are kept. For several changes to one file, give edits "
+        "instead: a list of {old_string, new_string, replace_all} applied in order, each to the text the one "
+        "before left, all or nothing (if one fails, the file is unchanged and the error names it). For "
+        "changes to several files, apply_patch does them in one call; to create a file, use write. Use this "
+        "rather than sed -i or a heredoc in bash."
     )
     input_schema = {
         "type": "object",
         "properties": {
             "path": {"type": "string", "description": "the file to change (relative to the working directory, or "
                                                       "absolute inside the workspace)"},
-            "old_string": {"type": "string",
-                           "description": "the exact text to replace; it must occur once unless replace_all is set"},
-            "new_string": {"type": "string", "description": "the text to put in its place (not equal to old_string)"},
-            "replace_all": {"type": "boolean",
-                            "description": "replace every occurrence instead of exactly one (default false)"},
+            **_ONE_EDIT,
+            "edits": {"type": "array", "minItems": 1,
+                      "description": "several replacements in this file, applied in order (instead of "
+                                     "old_string/new_string)",
+                      "items": {"type": "object", "properties": _ONE_EDIT, "required": ["old_string", "new_string"],
+                                "additionalProperties": False}},
         },
-        "required": ["path", "old_string", "new_string"],
+        "required": ["path"],
         "additionalProperties": False,
     }
     parallel = False
-    required = ("path", "old_string", "new_string")
+    required = ("path",)
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE
@@ -223,20 +306,11 @@ class EditTool(PathTool):
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
         check_writable(path, env.roots, env.services.writable_roots)
-        old, new = call.input.get("old_string"), call.input.get("new_string")
-        if not isinstance(old, str) or not isinstance(new, str):
-            raise ToolInputError("'old_string' and 'new_string' must be strings")
-        replace_all = call.input.get("replace_all", False)
-        if not isinstance(replace_all, bool):
-            raise ToolInputError("'replace_all' must be true or false")
+        edits = _edits(call.input)
         where = display(path, env)
         rule = path_denied(env, str(call.input["path"]), path)
         if rule is not None:  # a miss shows the nearest lines and a hit the diff: edit reads the file
             return read_denied(where, rule)
-        if old == new:
-            return ToolResult.error("old_string and new_string are the same; there is nothing to change")
-        if not old:
-            return ToolResult.error("old_string is empty; give the text to replace (use write to create a file)")
         if path.is_dir():
             return ToolResult.error(f"{where} is a folder, not a file")
         if not path.exists():
@@ -249,28 +323,19 @@ class EditTool(PathTool):
             return ToolResult.error(f"{exc}; nothing was changed")
         if decoded is None:
             return ToolResult.error(f"{where} is a binary file; edit works on text files")
-        norm = Normalised(decoded.text)
-        old_n, new_n = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
-        if old_n == new_n:
-            return ToolResult.error("old_string and new_string differ only in line endings; there is nothing to change")
-        starts = [m.start() for m in re.finditer(re.escape(old_n), norm.text)]
-        if not starts:
-            return ToolResult.error(not_found(norm.text, old_n, where))
-        if len(starts) > 1 and not replace_all:
-            numbers = [_line_of(norm.text, s) for s in starts]
-            listed = ", ".join(map(str, numbers[:MAX_LINE_NUMBERS])) + (" …" if len(numbers) > MAX_LINE_NUMBERS else "")
-            return ToolResult.error(
-                f"old_string occurs {len(starts)} times in {where} (at lines {listed}); nothing was changed. "
-                "Add surrounding lines to old_string so it matches once, or set replace_all to change every one.")
-        replacement = new_n.replace("\n", norm.newline)
-        pieces: list[str] = []
-        at = 0
-        for s in starts:
-            begin, end = norm.original_index(s), norm.original_index(s + len(old_n))
-            pieces += [norm.original[at:begin], replacement]
-            at = end
-        pieces.append(norm.original[at:])
-        updated = "".join(pieces)
+        newline = Normalised(decoded.text).newline
+        updated, count = decoded.text, 0
+        for i, one in enumerate(edits, start=1):
+            try:
+                updated, n = replace_once(updated, newline, one["old_string"], one["new_string"],
+                                          one.get("replace_all", False), where)
+            except EditFailed as exc:
+                if len(edits) == 1:
+                    return ToolResult.error(str(exc))
+                after = " (in the file as the edits before it left it)" if i > 1 else ""
+                return ToolResult.error(f"edit {i} of {len(edits)} failed{after}: {exc}\n"
+                                        f"None of the {len(edits)} edits was applied; {where} is unchanged.")
+            count += n
         try:
             data = decoded.encode(updated)
         except ToolInputError as exc:
@@ -281,7 +346,9 @@ class EditTool(PathTool):
             return ToolResult.error(f"{exc}; nothing was changed")
         except OSError as exc:  # a full disk, a read-only file system: the old bytes stay whole
             return ToolResult.error(f"could not write {where}: {why(exc)}; nothing was changed")
-        diff, added, removed = _diff(norm.text, updated.replace("\r\n", "\n"), where)
-        count = len(starts)
-        head = f"edited {where}: {count} replacement{'s' if count > 1 else ''} (+{added} −{removed})"
-        return ToolResult(visible=f"{head}\n{diff}", meta={"replacements": count, "added": added, "removed": removed})
+        diff, added, removed = _diff(decoded.text.replace("\r\n", "\n"), updated.replace("\r\n", "\n"), where)
+        head = f"edited {where}: {count} replacement{'s' if count > 1 else ''}"
+        if len(edits) > 1:
+            head += f" in {len(edits)} edits"
+        meta = {"replacements": count, "added": added, "removed": removed, **({"edits": len(edits)} if len(edits) > 1 else {})}
+        return ToolResult(visible=f"{head} (+{added} −{removed})\n{diff}", meta=meta)

@@ -29,7 +29,8 @@ a file ``grep`` searches and an entry ``ls`` hides is one the others skip:
 ``grep`` runs ripgrep over that list when ``rg`` is on PATH and otherwise searches in Python;
 both fill the same :class:`Hits`, so they give the same answer, sorted by path then line. The
 same rules apply on both sides: a file with a NUL byte in its first 8 KiB is binary and skipped,
-files over 50 MiB are skipped, a UTF-8 BOM is dropped, and a pattern matches one line at a time.
+files over 50 MiB are skipped, a UTF-8 BOM is dropped, and a pattern matches one line at a time
+unless ``multiline`` is set (rg -U --multiline-dotall; Python's DOTALL over the whole file).
 What can still differ is the regex dialect (Rust's ``regex`` against Python's ``re``: the common
 subset behaves the same; look-around exists only in Python) and lines that are not valid UTF-8.
 """
@@ -429,9 +430,11 @@ class Hits:
     """What grep found, from either backend. Keeps only the files that sort first and are
     needed to show ``max_results`` matches (or files), while counting everything."""
 
-    def __init__(self, max_results: int, files_only: bool) -> None:
+    def __init__(self, max_results: int, files_only: bool, counts: bool = False) -> None:
         self.max_results = max_results
         self.files_only = files_only
+        self.counts = counts
+        """Per-file counts: a file weighs one, as with ``files_only``, and shows its count."""
         self.paths: list[str] = []  # kept, sorted
         self.lines: dict[str, list[Line]] = {}
         self.kept = 0
@@ -449,7 +452,7 @@ class Hits:
             self.total_matches += matches
 
     def _weight(self, path: str) -> int:
-        return 1 if self.files_only else sum(1 for x in self.lines[path] if x.match)
+        return 1 if self.files_only or self.counts else sum(1 for x in self.lines[path] if x.match)
 
     def add(self, path: str, lines: list[Line]) -> None:
         matches = sum(1 for x in lines if x.match)
@@ -459,7 +462,7 @@ class Hits:
         self.total_matches += matches
         bisect.insort(self.paths, path)
         self.lines[path] = sorted(lines, key=lambda x: x.number)
-        self.kept += 1 if self.files_only else matches
+        self.kept += 1 if self.files_only or self.counts else matches
         while len(self.paths) > 1 and self.kept - self._weight(self.paths[-1]) >= self.max_results:
             last = self.paths.pop()
             self.kept -= self._weight(last)
@@ -474,6 +477,12 @@ class Hits:
                 text += (f"\n[showing {len(listed)} of {self.total_files} files; narrow the search "
                          "or raise max_results]")
             return text, len(listed)
+        if self.counts:
+            listed = self.paths[: self.max_results]
+            counted = [f"{prefix}{p}:{sum(1 for x in self.lines[p] if x.match)}" for p in listed]
+            more = (f"; showing {len(listed)} of {self.total_files} files, narrow the search or raise max_results"
+                    if self.total_files > len(listed) else "")
+            return "\n".join([*counted, f"[{self.total_matches} matching lines in {self.total_files} files{more}]"]), len(listed)
         out: list[str] = []
         shown = 0
         for path in self.paths:
@@ -552,6 +561,7 @@ class Query:
     case_insensitive: bool
     context: int
     files_only: bool
+    multiline: bool = False
 
 
 def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: CancelToken | None,
@@ -559,13 +569,15 @@ def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: Ca
     """The fallback: Python's ``re``, one line at a time, with ripgrep's line rules. Returns
     the error for a bad pattern, else None."""
     flags = re.IGNORECASE if q.case_insensitive else 0
+    if q.multiline:
+        flags |= re.MULTILINE | re.DOTALL
     try:
         rx = re.compile(q.pattern, flags)
     except re.error as exc:
         return f"invalid regex {q.pattern!r}: {exc}"
     # A whole-file search first skips most files quickly; it can only find more than the
     # per-line search, except with anchors and look-behind that see across lines.
-    whole = None if re.search(r"\\[AZz]|\(\?[=!<]", q.pattern) else re.compile(q.pattern, flags | re.MULTILINE)
+    whole = None if q.multiline or re.search(r"\\[AZz]|\(\?[=!<]", q.pattern) else re.compile(q.pattern, flags | re.MULTILINE)
     for rel in files:
         if cancel is not None and cancel.cancelled:
             return None
@@ -580,8 +592,8 @@ def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: Ca
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        found: list[int] = []
-        for i, line in enumerate(lines):
+        found = [i for i in _multiline_found(rx, text, q.files_only) if i < len(lines)] if q.multiline else []
+        for i, line in enumerate(lines if not q.multiline else ()):
             if rx.search(line) is not None:
                 found.append(i)
                 if q.files_only:
@@ -598,6 +610,20 @@ def python_search(root: Path, files: list[str], q: Query, hits: Hits, cancel: Ca
             keep[i] = True
         hits.add(rel, [Line(j + 1, _shown(lines[j]), m) for j, m in keep.items()])
     return None
+
+
+def _multiline_found(rx: re.Pattern[str], text: str, first_only: bool) -> list[int]:
+    """The (0-based) lines a multiline pattern's matches cover, each line once, as rg -U has them."""
+    found: dict[int, None] = {}
+    breaks = [m.start() for m in re.finditer("\n", text)]  # line i ends at breaks[i]
+    for match in rx.finditer(text):
+        start = bisect.bisect_left(breaks, match.start())
+        end = bisect.bisect_left(breaks, max(match.start(), match.end() - 1))
+        for i in range(start, end + 1):
+            found.setdefault(i, None)
+        if first_only:
+            break
+    return sorted(found)
 
 
 def _shown(line: str) -> str:
@@ -629,6 +655,8 @@ def rg_search(rg: str, root: Path, files: list[str], q: Query, hits: Hits, env: 
             "--with-filename", "--line-number", "--no-column", "--null"]
     if q.case_insensitive:
         args.append("-i")
+    if q.multiline:
+        args += ["--multiline", "--multiline-dotall"]
     if q.files_only:
         args += ["--max-count", "1"]
     elif q.context:
@@ -723,16 +751,27 @@ def _int(call_input: dict[str, Any], key: str, default: int, lo: int, hi: int) -
     return value
 
 
+def _flag(call_input: dict[str, Any], key: str) -> bool:
+    raw = call_input.get(key, False)
+    if raw is None:
+        return False
+    if not isinstance(raw, bool):
+        raise ToolInputError(f"'{key}' must be true or false")
+    return raw
+
+
 class GrepTool(BaseTool):
     name = "grep"
     description = (
         "Search file contents for a regular expression (ripgrep syntax: escape literal dots, braces and "
         "parentheses) under the working directory, or in the file or folder given as path. Returns matching lines as "
         "path:line:text, sorted by path then line (context lines as path-line-text; lines over 500 characters "
-        "are clipped). Each line is matched on its own: a pattern cannot span lines. Skips what .gitignore "
+        "are clipped); line numbers are always shown. Each line is matched on its own unless multiline is set "
+        "(then a match may span lines and . matches a newline too). Skips what .gitignore "
         "hides, .git, binary files, files over 50 MB and files a Read deny rule covers (it says how many). "
         "glob narrows the files (*.py matches at any depth, src/**/*.ts is relative to the search folder, "
-        "!*.min.js leaves files out); files_with_matches lists only the files; context adds lines around each "
+        "!*.min.js leaves files out); files_with_matches lists only the files; count lists each file with its "
+        "number of matching lines; context adds lines around each "
         "match. At most max_results matches (default 200) are shown, and the answer says how many there were "
         "in all. Use this rather than grep or rg in bash; use glob to find files by name."
     )
@@ -748,6 +787,9 @@ class GrepTool(BaseTool):
                         "description": "lines to show before and after each match (default 0)"},
             "files_with_matches": {"type": "boolean",
                                    "description": "list the matching files only, not their lines"},
+            "count": {"type": "boolean", "description": "list matching files with their number of matching lines"},
+            "multiline": {"type": "boolean",
+                          "description": "let the pattern span lines; . matches a newline too (default false)"},
             "max_results": {"type": "integer", "minimum": 1, "maximum": 5000,
                             "description": "how many matches (or files) to show at most (default 200)"},
         },
@@ -772,11 +814,15 @@ class GrepTool(BaseTool):
         pattern = inp.get("pattern")
         if not isinstance(pattern, str):
             raise ToolInputError("'pattern' must be a string")
-        if "\n" in pattern or re.search(r"(?:^|[^\\])(?:\\\\)*\\n", pattern):
-            raise ToolInputError("grep matches one line at a time, so the pattern cannot contain a newline; "
-                                 "search for one of the lines instead")
-        q = Query(pattern, bool(inp.get("case_insensitive")), _int(inp, "context", 0, 0, 20),
-                  bool(inp.get("files_with_matches")))
+        multiline = _flag(inp, "multiline")
+        if not multiline and ("\n" in pattern or re.search(r"(?:^|[^\\])(?:\\\\)*\\n", pattern)):
+            raise ToolInputError("grep matches one line at a time unless multiline is set, so the pattern cannot "
+                                 "contain a newline; set multiline: true, or search for one of the lines")
+        counts = _flag(inp, "count")
+        if counts and _flag(inp, "files_with_matches"):
+            raise ToolInputError("grep: choose count or files_with_matches, not both")
+        q = Query(pattern, bool(inp.get("case_insensitive")), 0 if counts else _int(inp, "context", 0, 0, 20),
+                  _flag(inp, "files_with_matches"), multiline)
         max_results = _int(inp, "max_results", DEFAULT_MAX_RESULTS, 1, 5000)
         target = _resolve_dir(inp, env)
         rule = path_denied(env, str(inp.get("path") or "."), target)
@@ -799,7 +845,7 @@ class GrepTool(BaseTool):
             negate = glob.startswith("!")
             matches = glob_matcher(glob[1:] if negate else glob, basename_if_no_slash=True)
             files = [f for f in files if matches(f) != negate]
-        hits = Hits(max_results, q.files_only)
+        hits = Hits(max_results, q.files_only, counts)
         rg = shutil.which("rg") if self.backend in ("auto", "rg") else None
         if self.backend == "rg" and rg is None:
             return ToolResult.error("grep: ripgrep (rg) is not on PATH")
