@@ -61,7 +61,9 @@ def test_a_full_context_compacts_after_the_turn(tmp_path, cox_home):
     ], ["one", "two"], keep_turns=1)
     check_invariants(run)
     compacted = run.of("compacted")
-    assert len(compacted) == 1 and compacted[0].before_tokens == 120000 and compacted[0].after_tokens < 5000
+    # what is left: the summary, the last turn and the stable blocks (the system prompt and the tools'
+    # schemas, ~6 K tokens): a small fraction of the 120 K before
+    assert len(compacted) == 1 and compacted[0].before_tokens == 120000 and compacted[0].after_tokens < 12000
     assert run.types().index("compacted") > run.types().index("turn_done")
 
 
