@@ -36,7 +36,7 @@ def test_names_front_matter_and_precedence(tmp_path: Path) -> None:
     c = got.commands
     assert c["a:b:deep"].description == "Deep one" and c["a:b:deep"].body == "body"
     assert c["hint"].argument_hint == "add [tagId] | remove [tagId]"
-    assert c["hint"].allowed_tools == ("Bash(git add:*)", "Read")  # Claude's spelling, TodoWrite skipped
+    assert c["hint"].allowed_tools == ("Bash(git add:*)", "TodoWrite", "Read")  # Claude's spelling; TodoWrite is todo_write
     assert c["same"].body == "cox folder"
     assert c["mine"].scope == "user" and c["mine"].description == "Heading line"
     reasons = {s.name: s.reason for s in got.skipped}

@@ -29,6 +29,7 @@ def test_tab_help_and_an_asked_line(tui: Any, tmp_path: Path) -> None:
     t.keys("Tab")
     t.wait("› /review")  # completed whole (the pane drops the trailing space)
     t.keys("C-c")  # clears the composer
+    t.wait(lambda screen: "› /review" not in screen)  # cleared before the next keys arrive
     t.send("/help")
     screen = t.wait("custom commands:")
     assert "/review — Review a file (project)" in screen and "/init" in screen
