@@ -77,12 +77,13 @@ def test_typing_filters_and_j_k_move(tui: Any, tmp_path: Path, cox_home: Path) -
     t.quit()
 
 
-def test_esc_cancels_and_opens_nothing(tui: Any, tmp_path: Path, cox_home: Path) -> None:
+@pytest.mark.parametrize("key", ["Escape", "q", "C-c"])
+def test_esc_q_or_ctrl_c_cancel_and_open_nothing(tui: Any, tmp_path: Path, cox_home: Path, key: str) -> None:
     stored(tmp_path, cox_home, "only task")
     before = sorted(p.name for p in (cox_home / "sessions").iterdir())
     t = tui([{"text": "unused"}], cli=True, extra="-r")
     t.wait("▸ only task")
-    t.keys("Escape")
+    t.keys(key)
     screen = t.wait("EXITED 0")
     assert "no session resumed" in screen and "nothing was opened" in screen
     assert sorted(p.name for p in (cox_home / "sessions").iterdir()) == before  # no new rollout, no lock
@@ -158,3 +159,22 @@ def test_plain_lists_numbers_and_reads_one(tmp_path: Path, cox_home: Path) -> No
     assert eof.returncode == 0 and "no session resumed" in eof.stdout
     empty = cox("-r", "--plain", "--cwd", str(tmp_path), home=cox_home)
     assert empty.returncode == 0 and "no stored session in" in empty.stdout
+
+
+def test_a_worktree_session_is_listed_from_the_main_checkout_and_reopened_there(tmp_path: Path,
+                                                                               cox_home: Path) -> None:
+    from tests.worktrees.gitrepo import make_repo
+
+    repo = make_repo(tmp_path)
+    script = tmp_path / "wt.json"
+    script.write_text(json.dumps({"model": "scripted", "replies": [{"text": "Worked in the tree."}]}))
+    made = cox("run", "-p", "work in the tree", "--worktree", "t1", "--script", str(script), "--cwd", str(repo),
+               "--output-format", "json", home=cox_home)
+    assert made.returncode == 0, made.stderr
+    sid = json.loads(made.stdout)["session_id"]
+    wt = tmp_path / "_worktrees" / "repo-t1"
+    run = cox("-r", "--plain", "--script", str(script), "--cwd", str(repo), home=cox_home, stdin="1\n")
+    assert run.returncode == 0, run.stderr
+    assert "1. work in the tree" in run.stdout and "⧉ t1 (t1)" in run.stdout
+    assert f"resumed session {sid}" in run.stdout
+    assert f"working in existing worktree {wt} (branch t1)" in run.stderr
