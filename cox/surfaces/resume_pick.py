@@ -93,6 +93,16 @@ def stored_sessions(layout: Layout, cwd: Path) -> list[Choice]:
     return out
 
 
+def recheck(c: Choice, layout: Layout | None = None) -> None:
+    """Probe a session marked busy again before refusing it: its holder may have ended since the
+    list was read. (One that was free then and is held now is refused when it is claimed.)"""
+    from cox.actors.store import lock
+
+    if c.busy:
+        refusal = lock.busy((layout or Layout(cox_home())).sessions, c.id)
+        c.busy = str(refusal) if refusal is not None else ""
+
+
 def age(seconds: float) -> str:
     """``just now`` · ``5m ago`` · ``3h ago`` · ``2d ago`` · ``7w ago``."""
     s = max(0, int(seconds))
@@ -172,6 +182,7 @@ def plain_pick(choices: list[Choice], stdin: IO[str], out: IO[str], *, fork: boo
             out.write(f"{clean(text)!r} is not one of the numbers 1-{len(choices)}\n")
             continue
         c = choices[int(text) - 1]
+        recheck(c)
         if c.busy and not fork:
             out.write(f"cox: {c.busy}\n")
             continue

@@ -11,7 +11,7 @@ from typing import Any
 
 import urwid
 
-from ..resume_pick import Choice, details
+from ..resume_pick import Choice, details, recheck
 from .picker import Picker
 
 HELP = "↑↓ or j k move · Enter resume · type (or /) to filter · Esc or q cancel"
@@ -29,6 +29,9 @@ class View(urwid.WidgetWrap[Any]):
         return True
 
     def keypress(self, size: tuple[int, ...], key: str) -> str | None:
+        chosen = self.model.selected()
+        if key == "enter" and chosen is not None:
+            recheck(chosen)  # its holder may have ended while the picker was open
         self.model.key(key)
         if self.model.done:
             raise urwid.ExitMainLoop
