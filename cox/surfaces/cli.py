@@ -60,7 +60,8 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--permission-mode", choices=PERMISSION_MODES, help=PERMISSION_MODE_HELP)
     p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--mode", choices=["architect", "editor"], help="start in architect or editor mode")
-    p.add_argument("--resume", metavar="ID", help="continue a stored session")
+    p.add_argument("-r", "--resume", nargs="?", const="", metavar="ID",
+                   help="continue a stored session; without ID pick one of this workspace's from a list")
     p.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session here")
     p.add_argument("--fork-session", action="store_true",
                    help="with --resume/--continue: continue a copy under a new session id")

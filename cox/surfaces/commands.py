@@ -506,6 +506,12 @@ def _close(apps: list[Any]) -> None:
 def cmd_interactive(args: Any) -> int:
     from . import plain
 
+    if getattr(args, "resume", None) == "":  # -r without an id: pick the session first (resume_pick)
+        from .resume_pick import choose
+
+        code = choose(args)
+        if code is not None:
+            return code
     try:
         prep = prepare(args, approval_default="on-request")
     except Refused as exc:

@@ -19,7 +19,7 @@ import pytest
 from cox.actors.store import archive, db
 from cox.actors.store.actor import StoreActor
 from cox.actors.store.layout import Layout
-from cox.actors.store.messages import ArchivePut, Marker, Open, Usage
+from cox.actors.store.messages import ArchivePut, Marker, Open, Title, Usage
 
 from .conftest import Writes
 
@@ -42,7 +42,7 @@ class Handle:
 
 @pytest.fixture
 def filled(cox_home: Path, tmp_path: Path) -> tuple[Layout, str]:
-    """A cox.db written by a real store actor: a session, a usage row, an archived output, a marker."""
+    """A cox.db written by a real store actor: a session (titled), a usage row, an archived output, a marker."""
     layout = Layout(cox_home)
     store = StoreActor.start(layout)
     try:
@@ -50,6 +50,7 @@ def filled(cox_home: Path, tmp_path: Path) -> tuple[Layout, str]:
         store.tell(Usage("S1", {"model": "m", "input_tokens": 3, "cost_usd": 0.5}))
         archive_id = store.ask(ArchivePut(b"archived bytes\n"), timeout=30)
         store.ask(Marker("S1", 1, str(tmp_path), "the first turn"), timeout=30)
+        store.tell(Title("S1", "the first turn"))
     finally:
         store.stop(timeout=30)
     return layout, str(archive_id)
@@ -71,6 +72,9 @@ def test_every_surface_reads_cox_db_without_writing(filled: tuple[Layout, str], 
     assert commands.cmd_expand(argparse.Namespace(id=archive_id, lines=None)) == 0
     assert "archived bytes" in capsys.readouterr().out
     assert commands._latest_session(layout, tmp_path) == "S1"
+    from cox.surfaces.resume_pick import stored_sessions
+
+    assert [c.id for c in stored_sessions(layout, tmp_path)] == ["S1"]  # the `cox -r` picker's list
     ui = TUI(Handle(), status={"db": str(layout.db)})  # type: ignore[arg-type]
     assert ui.rewind_turns() == [{"turn": 1, "files": 0, "title": "the first turn"}]
 
@@ -108,5 +112,8 @@ def test_a_home_the_store_never_filled_reads_as_empty(cox_home: Path, tmp_path: 
     assert stats.run(argparse.Namespace(cache=False, month=False, json=False)) == 0
     assert "no usage recorded yet" in capsys.readouterr().out
     assert commands._latest_session(layout, tmp_path) is None
+    from cox.surfaces.resume_pick import stored_sessions
+
+    assert stored_sessions(layout, tmp_path) == []
     assert TUI(Handle(), status={"db": str(layout.db)}).rewind_turns() == []  # type: ignore[arg-type]
     assert writes.seen == []

@@ -79,3 +79,33 @@ def release(sessions: Path, session_id: str) -> None:
         fd = _held.pop(str(lock_path(sessions, session_id)), None)
     if fd is not None:
         os.close(fd)  # closing the descriptor releases the flock; the file stays for the next holder
+
+
+def busy(sessions: Path, session_id: str) -> SessionBusy | None:
+    """Whether another live process holds the session (what :func:`hold` would refuse), told
+    without taking the lock: the resume picker marks such a session before anyone chooses it.
+    A holder named in the file but dead (the kernel dropped its lock) is not probed at all; a
+    live one is probed with a shared, non-blocking ``flock`` dropped at once."""
+    path = lock_path(sessions, session_id)
+    with _guard:
+        if str(path) in _held or fcntl is None:
+            return None
+    from .presence import alive
+
+    pid = holder(path)
+    if pid == os.getpid() or (pid and not alive(pid)):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None  # no lock file: never held
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return SessionBusy(session_id, pid)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing drops the probe's shared lock
+    return None
+
