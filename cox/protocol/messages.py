@@ -109,11 +109,21 @@ class Rewind(Record):
 
 
 @record
+class CloseAgent(Record):
+    """Stop one of the session's subagents (a background one, by the id its ``agent`` call
+    returned), as the ``agent_close`` tool does. Asked, it answers None, or why not (no such
+    agent) — Claude Code's ``stop_task``; told, a failure is silent."""
+
+    type: Literal["close_agent"] = "close_agent"
+    agent_id: str
+
+
+@record
 class Shutdown(Record):
     type: Literal["shutdown"] = "shutdown"
 
 
-Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | Shutdown
+Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | CloseAgent | Shutdown
 
 # ---------------------------------------------------------------- events
 

@@ -77,6 +77,7 @@ class ClaudePrinter:
         self.replay_user = replay_user
         self.agents = agents or (lambda: [])
         self.commands = commands or (lambda: [])
+        self.skills: Callable[[], list[str]] = lambda: []
         self.since_result = False
         self.said: set[str] = set()
         self.started: dict[str, Any] = {}
@@ -198,7 +199,7 @@ class ClaudePrinter:
         return self._system("init", cwd=self.started.get("cwd", ""), tools=self.tool_names(), mcp_servers=servers,
                             model=self.model, permissionMode=self.permission_mode, slash_commands=self.commands(),
                             apiKeySource="none", claude_code_version=CLAUDE_CODE_VERSION, cox_version=__version__,
-                            output_style="default", agents=self.agents(), skills=[], plugins=[])
+                            output_style="default", agents=self.agents(), skills=self.skills(), plugins=[])
 
     def _user_message(self, event: Any) -> None:
         mid = _id()
