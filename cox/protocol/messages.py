@@ -119,11 +119,22 @@ class CloseAgent(Record):
 
 
 @record
+class SetMcpServer(Record):
+    """Switch MCP server ``server``'s tools off (``enabled`` false) or on again for this session,
+    from the next request on (Claude Code's ``mcp_toggle``; the surface stops or starts the
+    server itself)."""
+
+    type: Literal["set_mcp_server"] = "set_mcp_server"
+    server: str
+    enabled: bool
+
+
+@record
 class Shutdown(Record):
     type: Literal["shutdown"] = "shutdown"
 
 
-Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | CloseAgent | Shutdown
+Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | CloseAgent | SetMcpServer | Shutdown
 
 # ---------------------------------------------------------------- events
 

@@ -40,7 +40,7 @@ Wake = Callable[[], None]
 MODES = [mode.value for mode in PermissionMode]
 REWIND_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0  # an agent's close waits at most agents.STOP_WAIT_S for it to stop
-SLOW = frozenset({"rewind_files", "mcp_reconnect", "stop_task"})
+SLOW = frozenset({"rewind_files", "mcp_reconnect", "mcp_toggle", "stop_task"})
 READY_TIMEOUT_S = 60.0
 """The longest ``initialize``'s answer waits for the session's commands (start-up, MCP prompts)."""
 
@@ -281,9 +281,22 @@ class Channel:
             raise RequestError(str(exc)) from None
 
     def _mcp_toggle(self, request: dict[str, Any]) -> None:
-        name = request.get("serverName")
-        raise RequestError(f"cox cannot switch MCP server {name!r} on or off in a running session yet; configure "
-                           "it (`cox mcp`) and start a new one")
+        """``serverName`` off (``enabled`` false: its process stopped, its tools gone from the
+        next request, ``disabled`` in ``mcp_status``) or on again, for this session."""
+        name, enabled = request.get("serverName"), request.get("enabled")
+        manager = getattr(self.printer, "mcp_manager", None)
+        if manager is None or not isinstance(name, str) or name not in getattr(manager, "servers", {}):
+            raise RequestError(f"no MCP server {name!r} in this session")
+        if not isinstance(enabled, bool):
+            raise RequestError(f"mcp_toggle needs 'enabled': true or false, got {enabled!r}")
+        if not enabled:  # the tools go first: no request offers a tool whose server is stopping
+            self._submit(m.SetMcpServer(server=name, enabled=False))
+        try:
+            manager.set_enabled(name, enabled)
+        except Exception as exc:
+            raise RequestError(str(exc).strip("'\"")) from None
+        if enabled:
+            self._submit(m.SetMcpServer(server=name, enabled=True))
 
     def _stop_task(self, request: dict[str, Any]) -> None:
         """``task_id``: a background subagent, by the id its ``Task`` call's result names; it is
