@@ -294,6 +294,8 @@ class Channel:
         try:
             manager.set_enabled(name, enabled)
         except Exception as exc:
+            if not enabled:  # it could not be switched off: its tools come back as they were
+                self._submit(m.SetMcpServer(server=name, enabled=True))
             raise RequestError(str(exc).strip("'\"")) from None
         if enabled:
             self._submit(m.SetMcpServer(server=name, enabled=True))
