@@ -722,6 +722,9 @@ class TurnMachine:
         """``mcp_toggle``: a server's tools (loaded and deferred) leave the tool set, kept aside,
         or come back; the next request's tool list says so."""
         prefix = f"mcp__{server}__"
+        if server not in self.mcp_off and not any(n.startswith(prefix) for n in (*self.tools, *self.deferred)):
+            self._notice("warning", f"mcp server {server!r} has no tools in this session; nothing to switch")
+            return
         if not enabled:
             aside = self.mcp_off.setdefault(server, ({}, {}))
             for own, kept in ((self.tools, aside[0]), (self.deferred, aside[1])):
