@@ -89,3 +89,34 @@ def test_init_from_stdin_is_the_init_turn(cox_sdk):
     assert not messages[-1].is_error
     (sent,) = user_texts(dump)
     assert sent.startswith("Survey this repository") and "AGENTS.md" in sent
+
+
+def test_an_mcp_servers_prompts_are_commands_listed_and_expanded(cox_sdk):
+    """A real MCP server's prompts (tests/commands/servers/promptserver.py, given in the SDK's
+    ``mcp_servers``): listed as ``mcp__p__review`` with its arguments as the hint, and a
+    ``/mcp__p__review FILE`` message is the prompt's text."""
+    import sys
+
+    from claude_agent_sdk import ClaudeSDKClient, SystemMessage
+
+    server = Path(__file__).resolve().parents[1] / "commands" / "servers" / "promptserver.py"
+    dump = cox_sdk.home / "dump.json"
+    cox_sdk.replies([{"text": "reviewed"}])
+    options = cox_sdk.options(mcp_servers={"p": {"command": sys.executable, "args": [str(server)]}})
+    options.env["COX_SCRIPTED_DUMP"] = str(dump)
+
+    async def main() -> tuple[Any, list[Any]]:
+        async with ClaudeSDKClient(options) as client:
+            info = await client.get_server_info()
+            await client.query("/mcp__p__review src/app.py")
+            return info, [message async for message in client.receive_response()]
+
+    info, messages = run(main)
+    listed = {c["name"]: c for c in info["commands"]}
+    assert listed["mcp__p__review"] == {"name": "mcp__p__review", "description": "Review one file",
+                                        "argumentHint": "<file> [focus]"}
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    assert "mcp__p__review" in init.data["slash_commands"] and "mcp__p__chat" in init.data["slash_commands"]
+    assert not messages[-1].is_error
+    (sent,) = user_texts(dump)
+    assert sent == "Please review src/app.py, looking at everything."
