@@ -109,11 +109,32 @@ class Rewind(Record):
 
 
 @record
+class CloseAgent(Record):
+    """Stop one of the session's subagents (a background one, by the id its ``agent`` call
+    returned), as the ``agent_close`` tool does. Asked, it answers None, or why not (no such
+    agent) — Claude Code's ``stop_task``; told, a failure is silent."""
+
+    type: Literal["close_agent"] = "close_agent"
+    agent_id: str
+
+
+@record
+class SetMcpServer(Record):
+    """Switch MCP server ``server``'s tools off (``enabled`` false) or on again for this session,
+    from the next request on (Claude Code's ``mcp_toggle``; the surface stops or starts the
+    server itself)."""
+
+    type: Literal["set_mcp_server"] = "set_mcp_server"
+    server: str
+    enabled: bool
+
+
+@record
 class Shutdown(Record):
     type: Literal["shutdown"] = "shutdown"
 
 
-Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | Shutdown
+Submission = UserTurn | Approve | Interrupt | Answer | Compact | SetMode | SetModel | Rewind | CloseAgent | SetMcpServer | Shutdown
 
 # ---------------------------------------------------------------- events
 

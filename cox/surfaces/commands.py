@@ -413,11 +413,13 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         tools, deferred = session_tools(app, prep)
         model = None
         hooks = session_hooks(prep)
+        commands = None
+        if dialect is not None or args.input_format == "stream-json" or (prompt or "").lstrip().startswith("/"):
+            commands = session_commands(prep, tools, hooks)  # -p "/name", stdin's "/name" lines, the listings
         if prompt is not None and prompt.lstrip().startswith("/"):
-            typed = prompt
-            prompt, model = command_turn(prompt, prep, tools, hooks)
-            if prompt == typed:  # no command of that name: a skill's, perhaps
-                prompt = named_skill(prompt, prep)
+            prompt, model = slash_turn(prompt, commands, prep)
+        if dialect is not None:
+            dialect.set_commands(commands, prep.skills)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
                                   hooks=dialect.hooks(hooks) if dialect is not None else hooks, deferred=deferred)
         if model and not getattr(args, "model", None):  # the command's front matter; --model wins
@@ -431,10 +433,28 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     from . import headless
 
     home = prep.home
+    slash = None
+    if commands is not None and args.input_format == "stream-json":
+        slash = _stdin_slash(commands, prep, keep_model=bool(getattr(args, "model", None)))
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
                         explain=lambda: home_problem(home, deep=True), dialect=dialect,
-                        structured=prep.structured, final=getattr(args, "final", None))
+                        structured=prep.structured, final=getattr(args, "final", None), slash=slash)
+
+
+def _stdin_slash(commands: Any, prep: Prepared, *, keep_model: bool) -> Any:
+    """A ``/name args`` line from stdin, expanded as ``-p "/name args"`` is (``slash_turn``);
+    one that cannot be is ``headless.TurnRefused``: that turn's error result, and the run goes on."""
+    from .headless import TurnRefused
+
+    def expand(line: str) -> tuple[str, str | None]:
+        try:
+            text, model = slash_turn(line, commands, prep)
+        except Refused as exc:
+            raise TurnRefused(str(exc), "usage" if exc.code == EXIT_USAGE else "error") from None
+        return text, None if keep_model else model
+
+    return expand
 
 
 def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = None) -> Any:
@@ -452,16 +472,21 @@ def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = No
     return commands
 
 
-def command_turn(prompt: str, prep: Prepared, tools: dict[str, BaseTool], hooks: Any) -> tuple[str, str | None]:
-    """``cox run -p "/name args"``: the command's expansion is the turn (and its front matter's
-    model, if any); a line that names no command goes to the model as typed. A command that
-    cannot be expanded refuses the run."""
+def slash_turn(line: str, commands: Any, prep: Prepared) -> tuple[str, str | None]:
+    """``/name args`` typed for a headless run (``-p``, or a line on stdin): (the user turn, the
+    model the command's front matter names or None). A custom command, an MCP prompt or ``/init``
+    (``commands``: ``session_commands``), else a skill (``named_skill``); a line that names none
+    goes to the model as typed. One that cannot be expanded raises ``Refused``: a ``-p`` run is
+    refused, a stdin line's turn ends in that error."""
     from cox.commands.expand import CommandError
 
     try:
-        return session_commands(prep, tools, hooks).expand(prompt) or (prompt, None)
+        got = commands.expand(line)
     except CommandError as exc:
         raise Refused(f"the command was not sent: {exc}") from None
+    if got is not None:
+        return got[0], got[1]
+    return named_skill(line, prep) or line, None
 
 
 def store_ready(app: Any) -> None:

@@ -69,6 +69,19 @@ FINAL_WORDS_S = 2.0
 turn_done for the open turn); it is quick, and a session that died before it began says nothing."""
 
 
+class TurnRefused(Exception):
+    """A ``/name args`` line from stdin that could not be expanded: ``str()`` says why; ``stop``
+    is the result's stop reason (``error``, or ``usage`` for a name that cannot be used so)."""
+
+    def __init__(self, message: str, stop: str = "error") -> None:
+        super().__init__(message)
+        self.stop = stop
+
+
+Slash = Callable[[str], tuple[str, str | None]]
+"""A stdin turn's ``/name args`` → (the turn, the model to switch to or None); raises TurnRefused."""
+
+
 def exit_code(result: dict[str, Any]) -> int:
     """The exit code a result stands for: the one place they are tied together."""
     subtype = result["subtype"]
@@ -287,7 +300,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         verbose: bool = False, install_signals: bool = True, idle_timeout: float = 0.25,
         stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None,
         dialect: Any = None, structured: StructuredAnswer | None = None,
-        final: Callable[[dict[str, Any] | None], None] | None = None) -> int:
+        final: Callable[[dict[str, Any] | None], None] | None = None, slash: Slash | None = None) -> int:
     """Drive ``handle`` until its input is used up; returns the exit code of the last result.
 
     ``stopper``: the process's signal handling (``cox run`` installs it before start-up);
@@ -298,7 +311,10 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     ``exit_code`` maps the last result; the loop — turns in order, one result each — is this one.
     ``structured`` (``--json-schema``, ``--output-schema``): each turn's final answer is checked;
     one that fails goes back to the model once before the result is written. ``final`` is handed
-    the last result (``--output-last-message``) before this returns."""
+    the last result (``--output-last-message``) before this returns. ``slash`` expands a stdin
+    turn that is a ``/name args`` line (custom command, MCP prompt, ``/init``, skill) before it
+    is submitted, as ``-p "/name args"`` is at start-up; one it refuses gets an error result and
+    the run goes on with the next input."""
     out = out or sys.stdout
     err = err or sys.stderr
     printer: Any = dialect.printer if dialect is not None else Printer(fmt, out, err, verbose)
@@ -328,8 +344,10 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
 
     # Before anything is submitted: from here a signal interrupts the session instead of start-up.
     stopper.running(on_signal)
+    typed: list[Any] = []  # the turns this loop made (the prompt, a schema's retry): never expanded
     if prompt is not None:
-        inbox.append(m.UserTurn(text=prompt))
+        typed.append(m.UserTurn(text=prompt))
+        inbox.append(typed[-1])
     if input_format == "stream-json" and dialect is not None:
         dialect.attach(handle, inbox, stdin_closed, lambda: handle.events.put(WAKE))
     elif input_format == "stream-json":
@@ -352,6 +370,14 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
                     break
                 if inbox:
                     sub = inbox.popleft()
+                    if isinstance(sub, m.UserTurn) and slash is not None and not any(sub is t for t in typed) \
+                            and sub.text.lstrip().startswith("/"):
+                        try:
+                            sub = _expanded(handle, sub, slash)
+                        except TurnRefused as exc:
+                            state.stop, state.error = exc.stop, str(exc)
+                            last = _write(printer, state)
+                            continue
                     if isinstance(sub, m.UserTurn):
                         awaiting = handle.submit(sub)
                         if not awaiting:
@@ -422,13 +448,24 @@ def _answer_again(structured: StructuredAnswer, state: RunState, inbox: collecti
     (the validation error first in the inbox); else the result carries the value or the failure."""
     verdict = structured.check("".join(state.text))
     if verdict.retry is not None:
-        inbox.appendleft(m.UserTurn(text=verdict.retry))
+        inbox.appendleft(m.UserTurn(text=verdict.retry))  # begins with no "/": never taken for a command
         return True
     if verdict.ok:
         state.structured = verdict.value
     else:
         state.stop, state.error = "error", verdict.error
     return False
+
+
+def _expanded(handle: SessionHandle, sub: m.UserTurn, slash: Slash) -> m.UserTurn:
+    """The turn a stdin ``/name args`` line stands for (the command's model switched to first,
+    as ``/model NAME`` would); raises TurnRefused."""
+    text, model = slash(sub.text)
+    if text == sub.text:
+        return sub  # it names no command nor skill: it goes to the model as typed
+    if model:
+        handle.submit(m.SetModel(model=model))
+    return m.UserTurn(text=text, images=sub.images)
 
 
 def _write(printer: Any, state: RunState) -> dict[str, Any]:

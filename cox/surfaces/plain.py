@@ -39,7 +39,7 @@ from .transcript import Transcript
 from .tui.agents import Agents
 from .tui.agents import line as agent_line
 
-HELP = """commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /rewind N [code|conversation|both]
+HELP = """commands: /mode architect|editor|default|acceptEdits|plan|dontAsk|bypassPermissions · /rewind N [code|conversation|both]
           /compact [focus] · /agents · /init (write AGENTS.md) · /help · /quit     (Ctrl+C interrupts a running turn)"""
 
 
@@ -234,7 +234,7 @@ def _command(line: str, handle: SessionHandle, out: IO[str], ask: Any = None, th
             try:
                 handle.submit(m.SetMode(mode=PermissionMode(rest)))
             except ValueError:
-                out.write("  modes: architect, editor, default, acceptEdits, plan, bypassPermissions\n")
+                out.write("  modes: architect, editor, default, acceptEdits, plan, dontAsk, bypassPermissions\n")
     elif word == "rewind":
         parts = rest.split()
         force = "--force" in parts

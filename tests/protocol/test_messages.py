@@ -21,6 +21,8 @@ SUBMISSIONS = [
     m.SetMode(mode=PermissionMode.PLAN),
     m.SetModel(model="claude-opus-4-8"),
     m.Rewind(to_turn=3, what="code"),
+    m.CloseAgent(agent_id="s-a1"),
+    m.SetMcpServer(server="docs", enabled=False),
     m.Shutdown(),
 ]
 

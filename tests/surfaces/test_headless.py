@@ -318,3 +318,21 @@ def test_a_closed_question_is_a_stream_json_line_and_a_transcript_line():
     for event in (asked, closed):
         printer.event(event, m.encode(event))
     assert out.getvalue() == "  [question] mcp:gh withdrew its question\n" and not err.getvalue()
+
+
+def test_a_slash_user_turn_on_stdin_is_expanded_as_p_expands_it(tmp_path, ws):
+    """cox's own stream-json stdin: a ``user_turn`` that is ``/name args`` becomes the command's
+    expansion (with its front matter's model), as ``-p "/name args"`` does; one that names an
+    unknown skill or command goes as typed; the -p prompt is not expanded twice."""
+    (ws / ".cox" / "commands").mkdir(parents=True)
+    (ws / ".cox" / "commands" / "review.md").write_text("Review $1 with care.")
+    dump = tmp_path / "dump.json"
+    s = script(tmp_path, [{"text": "one"}, {"text": "two"}, {"text": "three"}])
+    stdin = "".join(json.dumps({"type": "user_turn", "text": t}) + "\n" for t in ("/review b.txt", "/nothing here"))
+    p = cox(["run", "--script", str(s), "-p", "/review a.txt", "--input-format", "stream-json",
+             "--output-format", "stream-json"], ws, {"COX_SCRIPTED_DUMP": str(dump)}, input=stdin)
+    assert p.returncode == 0, p.stderr
+    assert [x["result"] for x in lines(p.stdout) if x["type"] == "result"] == ["one", "two", "three"]
+    sent = [r["messages"][-1]["content"] for r in json.loads(dump.read_text())]
+    sent = [c if isinstance(c, str) else "".join(b.get("text", "") for b in c) for c in sent]
+    assert sent == ["Review a.txt with care.", "Review b.txt with care.", "/nothing here"]

@@ -937,3 +937,27 @@ def test_no_escape_time_note_outside_tmux() -> None:
     from cox.surfaces.tui.escape import escape_note, tmux_escape_ms
 
     assert tmux_escape_ms({"PATH": "/usr/bin:/bin"}) is None and escape_note({"PATH": "/usr/bin:/bin"}) == ""
+
+
+def test_mode_dont_ask_is_a_mode_of_slash_mode_and_not_of_the_cycle() -> None:
+    """``/mode dontAsk`` switches to it in the TUI and in --plain; Shift+Tab cycles as Claude Code
+    does (default, acceptEdits, plan): dontAsk is not in its cycle."""
+    import io
+
+    from cox.surfaces import plain
+    from cox.surfaces.tui.app import TUI
+
+    handle = FakeHandle()
+    ui = TUI(handle)
+    ui.composer.set_edit_text("/mode dontAsk")
+    ui.send()
+    assert [getattr(s, "mode", None) for s in handle.sent] == ["dontAsk"] and ui.model.status.mode == "dontAsk"
+    for _ in range(4):
+        ui.global_key((80, 24), "shift tab")
+    assert "dontAsk" not in [getattr(s, "mode", None) for s in handle.sent[1:]]
+    line = FakeHandle()
+    out = io.StringIO()
+    assert plain._command("/mode dontAsk", line, out) is True  # type: ignore[arg-type]
+    assert [getattr(s, "mode", None) for s in line.sent] == ["dontAsk"]
+    plain._command("/mode nope", line, out)  # type: ignore[arg-type]
+    assert "dontAsk" in out.getvalue() and "dontAsk" in plain.HELP

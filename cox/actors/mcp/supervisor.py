@@ -78,6 +78,10 @@ class McpManager:
         self._launcher: threading.Thread | None = None
         self._launch_lock = threading.Lock()
         self._closing = False
+        self._backoff = DEFAULT_BACKOFF
+        self.disabled: set[str] = set()
+        """Servers switched off for this session (Claude Code's ``mcp_toggle``): stopped, no
+        tools, ``disabled`` in ``state()``, a call refused, until switched on again."""
         self._live: dict[str, tuple[object, dict[str, ToolDef]]] = {}
         self._noticed: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
@@ -91,6 +95,9 @@ class McpManager:
         children = {c["name"]: c for c in handle.which_children()} if handle is not None and handle.is_alive() else {}
         rows = []
         for name in self.servers:
+            if name in self.disabled:
+                rows.append({"name": name, "status": "disabled"})
+                continue
             status = self.board.get(name)
             child = children.get(name)
             restarts = int(child["restarts"]) if child else 0
@@ -126,7 +133,7 @@ class McpManager:
     def listing(self, name: str) -> list[ToolDef]:
         """What ``tools()`` builds ``name``'s tools from: the list it reported, or, while it has
         not reported one yet, its cached listing (empty without either)."""
-        if name in self.untrusted:
+        if name in self.untrusted or name in self.disabled:
             return []
         live = self.board.get(name).tools
         if live is not None:
@@ -218,6 +225,8 @@ class McpManager:
             raise KeyError(f"no mcp server named {name!r}")
         if name in self.untrusted:
             raise McpNotTrusted(f"mcp server '{name}' is {not_trusted_sentence(name)}")
+        if name in self.disabled:
+            raise McpServerCrashed(f"mcp server '{name}' is disabled in this session")
         budget = self.settings.startup_timeout_s if timeout is None else timeout
         deadline = time.monotonic() + budget
         last: BaseException | None = None
@@ -277,6 +286,31 @@ class McpManager:
         conn = self.handle.ask(name, _get_connection(), timeout=timeout)
         conn.broken(McpServerCrashed(f"mcp server '{name}' reconnects"))
 
+    def set_enabled(self, name: str, enabled: bool, timeout: float = 15.0) -> None:
+        """Switch server ``name`` off (its process stopped, its tools gone) or on again (started
+        anew) for this session. Raises KeyError for an unknown name, McpNotTrusted for a server
+        that may not start, McpServerCrashed when the servers could not be started at all."""
+        if name not in self.servers:
+            raise KeyError(f"no mcp server named {name!r}")
+        if name in self.untrusted:
+            raise McpNotTrusted(f"mcp server '{name}' is {not_trusted_sentence(name)}")
+        if enabled == (name not in self.disabled):
+            return
+        self.launched.wait(timeout)
+        handle = self.handle
+        if handle is None:
+            raise McpServerCrashed(f"mcp server '{name}' is not running ({self.launch_error or 'still starting'})")
+        if not enabled:
+            self.disabled.add(name)
+            handle.terminate_child(name)
+            return
+        handle.start_child(self._child(name), timeout)
+        self.disabled.discard(name)
+
+    def _child(self, name: str) -> ChildSpec:
+        return ChildSpec(name, _starter(self.servers[name], self.settings, self.board, self.trust, self.cache),
+                         restart=Restart.PERMANENT, shutdown_timeout=10.0, backoff=self._backoff)
+
     def cancel_launch(self) -> None:
         """The process is closing: a background start that has not begun starting servers never
         will (one that has is stopped with the app's tree). Returns without waiting for the SDK
@@ -310,11 +344,8 @@ class McpManager:
                 REQUEST_SENT.wait(LAUNCH_AFTER_REQUEST_S)
             from . import server  # noqa: F401 - the SDK import (~0.4 s), here rather than in a child's start
 
-            children = [
-                ChildSpec(name, _starter(spec, self.settings, self.board, self.trust, self.cache),
-                          restart=Restart.PERMANENT, shutdown_timeout=10.0, backoff=backoff)
-                for name, spec in startable.items()
-            ]
+            self._backoff = backoff
+            children = [self._child(name) for name in startable]
             with self._launch_lock:
                 if self._closing:
                     raise McpServerCrashed("the session closed before its mcp servers were started")

@@ -187,7 +187,8 @@ class ScriptedProvider:
             dump = os.environ.get("COX_SCRIPTED_DUMP")
             if dump:  # for tests and debugging: every request the scripted model received
                 Path(dump).write_text(json.dumps(
-                    [{"system": r.system, "messages": r.messages, "model": r.model, "t": time.time()} for r in self.requests]),
+                    [{"system": r.system, "messages": r.messages, "model": r.model, "tools": [t.name for t in r.tools],
+                      "t": time.time()} for r in self.requests]),
                     encoding="utf-8")
             return reply
 

@@ -202,6 +202,8 @@ class SessionActor(CoxActor):
                 if self.lazy_agents.made is not None:
                     self.lazy_agents.made.interrupt_all()  # every child, in the same broadcast as the turn
                 self._apply(self.machine.on(message))
+            case m.CloseAgent():  # Claude Code's stop_task: as agent_close; None, or why not
+                return self.lazy_agents.close(message.agent_id)
             case fx.WatchdogTick():
                 self._watchdog(message.gen)
             case fx.StorageFailed():

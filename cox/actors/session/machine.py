@@ -91,6 +91,8 @@ class TurnMachine:
         self.s = settings
         self.tools = tools
         self.deferred = deferred
+        self.mcp_off: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        """The tools of the servers switched off (``SetMcpServer``), loaded and deferred."""
         self.ports = ports
         self.assembler = assembler
         self.reads = reads
@@ -161,6 +163,8 @@ class TurnMachine:
                         self._start_compaction(msg.focus, None, trigger="manual")
                 case m.Rewind():
                     self._rewind(msg)
+                case m.SetMcpServer():
+                    self._set_mcp_server(msg.server, msg.enabled)
                 case m.Shutdown():
                     self._fx.append(fx.Stop())
                 case _:
@@ -713,6 +717,26 @@ class TurnMachine:
         self._hook("PostToolUse" if result.ok else "PostToolUseFailure",  # only for calls that really ran
                    {"tool": call.name, "input": call.input, "status": result.status.value, "output": result.visible,
                     "id": call.id, "mode": str(self.mode.value)}, then)
+
+    def _set_mcp_server(self, server: str, enabled: bool) -> None:
+        """``mcp_toggle``: a server's tools (loaded and deferred) leave the tool set, kept aside,
+        or come back; the next request's tool list says so."""
+        prefix = f"mcp__{server}__"
+        if server not in self.mcp_off and not any(n.startswith(prefix) for n in (*self.tools, *self.deferred)):
+            self._notice("warning", f"mcp server {server!r} has no tools in this session; nothing to switch")
+            return
+        if not enabled:
+            aside = self.mcp_off.setdefault(server, ({}, {}))
+            for own, kept in ((self.tools, aside[0]), (self.deferred, aside[1])):
+                for name in [n for n in own if n.startswith(prefix)]:
+                    kept[name] = own.pop(name)
+        else:
+            loaded, deferred = self.mcp_off.pop(server, ({}, {}))
+            self.tools.update(loaded)
+            self.deferred.update(deferred)
+        self.assembler.set_tools(self.ports.specs(self.tools))
+        self._notice("info", f"mcp server {server} {'enabled' if enabled else 'disabled'}: its tools are "
+                             f"{'back' if enabled else 'gone'} from the next request")
 
     def _activate_deferred(self, chosen: list[str]) -> None:
         """Deferred tools chosen through tool_search (its result names them) join the tool set.

@@ -16,6 +16,8 @@ One idea per module:
 - ``hooks``: hooks the client registered at ``initialize``, run at cox's hook points;
 - ``sdk_mcp``: in-process SDK MCP servers (``type: "sdk"`` in ``--mcp-config``), reached over the
   control channel;
+- ``commands``: the session's slash commands and skills as ``system/init`` and ``initialize``
+  list them;
 - ``flags``: the entry points (``cox -p …``, ``cox <flags>``) routed into ``cox run``;
 - ``driver``: the pieces put together for one ``cox run --dialect claude``.
 

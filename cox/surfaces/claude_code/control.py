@@ -15,7 +15,10 @@ Each line is one JSON object:
 
 The reader starts before the session opens (the SDK sends ``initialize`` at once, and an SDK MCP
 server's tools are listed over this channel while cox starts up); what needs the session waits,
-in order, until ``attach`` hands it over.
+in order, until ``attach`` hands it over. ``initialize``'s hooks are registered at once (the
+session's first hook points need them); its answer, which lists the session's commands, is sent
+from a thread of its own once they are known (``ready``), so the reader goes on delivering the
+answers start-up waits for.
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ from .wire import Wire
 Wake = Callable[[], None]
 MODES = [mode.value for mode in PermissionMode]
 REWIND_TIMEOUT_S = 60.0
-SLOW = frozenset({"rewind_files", "mcp_reconnect"})
+STOP_TIMEOUT_S = 30.0  # an agent's close waits at most agents.STOP_WAIT_S for it to stop
+SLOW = frozenset({"rewind_files", "mcp_reconnect", "mcp_toggle", "stop_task"})
+READY_TIMEOUT_S = 60.0
+"""The longest ``initialize``'s answer waits for the session's commands (start-up, MCP prompts)."""
 
 
 class RequestError(Exception):
@@ -46,7 +52,8 @@ class RequestError(Exception):
 class Channel:
     def __init__(self, wire: Wire, outgoing: Outgoing, err: IO[str], *, printer: Any, hooks: Any = None,
                  info: Callable[[], dict[str, Any]] | None = None, mcp: Callable[[], list[dict[str, Any]]] | None = None,
-                 models: Callable[[], list[str]] | None = None) -> None:
+                 models: Callable[[], list[str]] | None = None,
+                 commands: Callable[[], list[dict[str, str]]] | None = None) -> None:
         self.wire = wire
         self.outgoing = outgoing
         self.err = err
@@ -55,6 +62,9 @@ class Channel:
         self.info = info or (lambda: {})
         self.mcp = mcp or (lambda: [])
         self.models = models or (lambda: [])
+        self.commands = commands or (lambda: [])
+        self.ready = threading.Event()
+        """The session's commands are known (``initialize`` answers with them)."""
         self.handle: Any = None
         self.inbox: collections.deque[Any] | None = None
         self.wake: Wake = lambda: None
@@ -121,7 +131,11 @@ class Channel:
         if kind == "control_cancel_request":
             return
         if kind == "control_request" and _subtype(data) == "initialize":
-            self._answer(data, self._initialize)
+            request = data.get("request")
+            if isinstance(request, dict) and self.hooks is not None:
+                for problem in self.hooks.register(request.get("hooks")):
+                    self._say(f"warning: {problem}")
+            threading.Thread(target=self._initialized, args=(data,), name="cox-claude-initialize", daemon=True).start()
             return
         with self._lock:
             if self.handle is None:
@@ -181,18 +195,18 @@ class Channel:
             return unknown
         return handler
 
+    def _initialized(self, data: dict[str, Any]) -> None:
+        self.ready.wait(READY_TIMEOUT_S)
+        self._answer(data, self._initialize)
+
     def _initialize(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self.hooks is not None:
-            problems = self.hooks.register(request.get("hooks"))
-            for problem in problems:
-                self._say(f"warning: {problem}")
         agents = request.get("agents")
         if isinstance(agents, dict) and agents:
             self._say(f"warning: initialize: the client's own agent definitions ({', '.join(sorted(map(str, agents)))}) "
                       "are not supported by cox yet; ignored (cox's agent files under .cox/agents/ or .claude/agents/ are)")
         self.initialized = True
         models = [{"value": name, "displayName": name, "description": ""} for name in self.models()]
-        return {"commands": [], "output_style": "default", "available_output_styles": ["default"],
+        return {"commands": self.commands(), "output_style": "default", "available_output_styles": ["default"],
                 "models": models, "account": {}, "pid": os.getpid(), "hook_on_failure_supported": True,
                 "hooks_applied": True, **self.info()}
 
@@ -267,13 +281,37 @@ class Channel:
             raise RequestError(str(exc)) from None
 
     def _mcp_toggle(self, request: dict[str, Any]) -> None:
-        name = request.get("serverName")
-        raise RequestError(f"cox cannot switch MCP server {name!r} on or off in a running session yet; configure "
-                           "it (`cox mcp`) and start a new one")
+        """``serverName`` off (``enabled`` false: its process stopped, its tools gone from the
+        next request, ``disabled`` in ``mcp_status``) or on again, for this session."""
+        name, enabled = request.get("serverName"), request.get("enabled")
+        manager = getattr(self.printer, "mcp_manager", None)
+        if manager is None or not isinstance(name, str) or name not in getattr(manager, "servers", {}):
+            raise RequestError(f"no MCP server {name!r} in this session")
+        if not isinstance(enabled, bool):
+            raise RequestError(f"mcp_toggle needs 'enabled': true or false, got {enabled!r}")
+        if not enabled:  # the tools go first: no request offers a tool whose server is stopping
+            self._submit(m.SetMcpServer(server=name, enabled=False))
+        try:
+            manager.set_enabled(name, enabled)
+        except Exception as exc:
+            if not enabled:  # it could not be switched off: its tools come back as they were
+                self._submit(m.SetMcpServer(server=name, enabled=True))
+            raise RequestError(str(exc).strip("'\"")) from None
+        if enabled:
+            self._submit(m.SetMcpServer(server=name, enabled=True))
 
     def _stop_task(self, request: dict[str, Any]) -> None:
-        raise RequestError(f"no task {request.get('task_id')!r}: cox reports no background tasks in this dialect; "
-                           "interrupt the turn to stop its subagents")
+        """``task_id``: a background subagent, by the id its ``Task`` call's result names; it is
+        closed as ``agent_close`` closes it (``CloseAgent``, asked of the session)."""
+        task_id = request.get("task_id")
+        if not isinstance(task_id, str) or not task_id.strip():
+            raise RequestError("stop_task needs a 'task_id': the agent id a background Task call's result names")
+        ref = self.handle.ref() if self.handle is not None else None
+        if ref is None:
+            raise RequestError("the session is not running")
+        why = ref.ask(m.CloseAgent(agent_id=task_id), timeout=STOP_TIMEOUT_S)
+        if why:
+            raise RequestError(f"stop_task: {why}")
 
     # ------------------------------------------------------------------ user messages
 

@@ -5,8 +5,10 @@ each, every way of ending reported — this dialect shares with cox's own)."""
 from __future__ import annotations
 
 import sys
+import threading
 from typing import IO, Any
 
+from .commands import listing, names, skill_names
 from .control import Channel
 from .hooks import BothHooks, ClientHooks
 from .ids import ulid_to_uuid
@@ -44,12 +46,17 @@ class ClaudeDialect:
                                         permission_mode=str(getattr(s.permission_mode, "value", s.permission_mode))) \
             if streaming else None
         self._agent_list: list[dict[str, Any]] | None = None
+        self.commands: Any = None
+        self.skills: Any = None
         if isinstance(self.printer, ClaudePrinter):
             self.printer.agents = lambda: [a["name"] for a in self.agents()]
+            self.printer.commands = lambda: names(self.commands, self.skills)
+            self.printer.skills = lambda: skill_names(self.skills)
             self.printer.on_turn_end = self._turn_ended
         self.permissions: Permissions | None = None
         self.channel = Channel(self.wire, self.outgoing, self.err, printer=self.printer, hooks=self.client_hooks,
-                               mcp=self._mcp_status, models=self._models, info=lambda: {"agents": self.agents()})
+                               mcp=self._mcp_status, models=self._models, info=lambda: {"agents": self.agents()},
+                               commands=lambda: listing(self.commands, self.skills))
         if getattr(args, "permission_prompt_tool", None) == "stdio" and isinstance(self.printer, ClaudePrinter):
             self.permissions = Permissions(self.outgoing, lambda: self.handle, str(prep.cwd))
             self.printer.on_approval = self.permissions.ask
@@ -64,6 +71,23 @@ class ClaudeDialect:
     def hooks(self, commands: Any) -> Any:
         """The session's hook runner: the command hooks, and the client's callbacks beside them."""
         return BothHooks(commands, self.client_hooks) if self.client_hooks is not None else commands
+
+    def set_commands(self, commands: Any, skills: Any) -> None:
+        """The session's commands (``session_commands``) and skills, as ``system/init`` and
+        ``initialize`` list them; the MCP servers' prompts are added from a thread (they wait for
+        the servers), then ``initialize`` is answered."""
+        self.commands, self.skills = commands, skills
+
+        def load() -> None:
+            try:
+                if commands is not None:
+                    commands.load_prompts()
+            except Exception as exc:  # a server that cannot list its prompts is left out, said once
+                self.err.write(f"cox: warning: the MCP servers' prompts could not be listed ({exc})\n")
+            finally:
+                self.channel.ready.set()
+
+        threading.Thread(target=load, name="cox-claude-commands", daemon=True).start()
 
     def attach(self, handle: Any, inbox: Any, closed: Any, wake: Any) -> None:
         self.handle = handle

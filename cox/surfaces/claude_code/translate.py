@@ -77,6 +77,7 @@ class ClaudePrinter:
         self.replay_user = replay_user
         self.agents = agents or (lambda: [])
         self.commands = commands or (lambda: [])
+        self.skills: Callable[[], list[str]] = lambda: []
         self.since_result = False
         self.said: set[str] = set()
         self.started: dict[str, Any] = {}
@@ -193,12 +194,15 @@ class ClaudePrinter:
     def init_message(self) -> dict[str, Any]:
         from cox import __version__
 
-        servers = [{"name": s.get("name", ""), "status": _server_status(s)} for s in self.started.get("mcp_servers", [])
-                   if isinstance(s, dict)]
-        return self._system("init", cwd=self.started.get("cwd", ""), tools=self.tool_names(), mcp_servers=servers,
+        manager = self.mcp_manager
+        rows = manager.state() if manager is not None else self.started.get("mcp_servers", [])  # as they are now
+        servers = [{"name": s.get("name", ""), "status": _server_status(s)} for s in rows if isinstance(s, dict)]
+        off = tuple(f"mcp__{name}__" for name in getattr(manager, "disabled", ()))
+        tools = [t for t in self.tool_names() if not (off and t.startswith(off))]
+        return self._system("init", cwd=self.started.get("cwd", ""), tools=tools, mcp_servers=servers,
                             model=self.model, permissionMode=self.permission_mode, slash_commands=self.commands(),
                             apiKeySource="none", claude_code_version=CLAUDE_CODE_VERSION, cox_version=__version__,
-                            output_style="default", agents=self.agents(), skills=[], plugins=[])
+                            output_style="default", agents=self.agents(), skills=self.skills(), plugins=[])
 
     def _user_message(self, event: Any) -> None:
         mid = _id()

@@ -38,7 +38,8 @@ from .question import Questions
 
 FRAME_S = 1 / 30
 MODE_CYCLE = ["default", "acceptEdits", "plan"]
-MODES = ("architect", "editor", "default", "acceptEdits", "plan", "bypassPermissions")
+"""Shift+Tab, as Claude Code cycles (its ``getNextPermissionMode``): dontAsk is not in its cycle."""
+MODES = ("architect", "editor", "default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 
 COMMANDS = BUILTIN
 REWIND_WHAT = ("code", "conversation", "both")
@@ -50,7 +51,7 @@ HELP = ("keys: Enter send · Ctrl+J newline · Up/Down history · Tab complete /
         "Esc interrupt · Esc Esc rewind · Ctrl+C clear the composer (twice on an empty one: quit) · Shift+Tab mode · Ctrl+O expand all tool output and thinking · "
         "Ctrl+T fold/unfold one thinking block (the newest, or the one Alt+Up/Alt+Down picked) · "
         "PgUp/PgDn scroll · Ctrl+D quit\n"
-        "commands: /mode architect|editor|default|acceptEdits|plan|bypassPermissions · /compact [focus] · "
+        "commands: /mode architect|editor|default|acceptEdits|plan|dontAsk|bypassPermissions · /compact [focus] · "
         "/rewind [N [code|conversation|both]] · /model [NAME] · /cost · /agents · /init (write AGENTS.md) · /clear · "
         "/help · /quit")
 
