@@ -51,7 +51,10 @@ def hook_wrapper(mode: SandboxMode, roots: Sequence[Path], *, network: bool, cwd
 
     def wrap(argv: list[str]) -> list[str]:
         # Hardened at each use, as a bash call's is: a .git made since (git init) is protected too.
+        # The program and any absolute path among its arguments stay visible under the private
+        # /tmp (the hook sandbox's own server: cox's interpreter and source in a checkout there).
+        named = [a for a in argv if a.startswith("/") and "\n" not in a]
         policy = harden(base, cwd=cwd, home=home, cox_home=cox_home, read_deny=read_deny_patterns(()),
-                        visible=visible, path_env=path_env)
+                        visible=[*visible, *named], path_env=path_env)
         return bwrap_argv(policy, argv, cwd=cwd)
     return wrap

@@ -131,9 +131,11 @@ class HookSandbox:
         self._reap(proc)
 
     def _argv(self) -> list[str]:
-        code = (f"import sys; sys.path.insert(0, {_source_root()!r}); "
-                "from cox.hooks.zygote_server import main; main()")
-        argv = [a for a in self.wrap([sys.executable, "-E", "-s", "-c", code]) if a != "--die-with-parent"]
+        code = "import sys; sys.path.insert(0, sys.argv[1]); from cox.hooks.zygote_server import main; main()"
+        # The interpreter's tree and cox's source are named so the sandbox shows them (a venv or a
+        # checkout under /tmp would be hidden by the sandbox's private /tmp).
+        wrapped = self.wrap([sys.executable, "-E", "-s", "-c", code, _source_root(), sys.prefix])
+        argv = [a for a in wrapped if a != "--die-with-parent"]
         return [argv[0], "--as-pid-1", *argv[1:]]  # the server is the sandbox's init: when it ends, all end
 
     def _start(self, argv: list[str]) -> subprocess.Popen[bytes] | None:
