@@ -151,45 +151,55 @@ class SessionHooks:
             self.sandbox.close()
 
     def _input(self, point: str, payload: dict[str, Any]) -> dict[str, Any]:
-        data: dict[str, Any] = {"session_id": self.session_id, "transcript_path": self.transcript_path,
-                                "cwd": str(self.cwd), "permission_mode": payload.get("mode", self.permission_mode),
-                                "hook_event_name": point}
-        if point in TOOL_EVENTS:
-            name = str(payload.get("tool", ""))
-            given = payload.get("input") or {}
-            data["tool_name"], data["tool_input"] = to_claude(name, given, cwd=self.cwd)
-            data["cox_tool_name"] = name
-            data["cox_tool_input"] = given
-            data["tool_use_id"] = payload.get("id", "")
-            if point == "PostToolUse":
-                data["tool_response"] = {"output": payload.get("output", ""), "status": payload.get("status", "")}
-            elif point == "PostToolUseFailure":
-                data["error"] = payload.get("output", "")
-                data["is_interrupt"] = payload.get("status") == "aborted"
-        elif point == "UserPromptSubmit":
-            data["prompt"] = payload.get("prompt", "")
-        elif point == "Stop":
-            data["stop_hook_active"] = self.stop_continues > 0
-        elif point == "SubagentStop":  # Claude Code's: the parent's session, the agent named
-            agent = str(payload.get("agent_id", ""))
-            data["stop_hook_active"] = self.agent_continues.get(agent, 0) > 0
-            data["agent_id"] = agent
-            data["agent_type"] = str(payload.get("agent_type", ""))
-            if self.transcript_path and agent:
-                data["agent_transcript_path"] = os.path.join(os.path.dirname(self.transcript_path), agent + ".jsonl")
-        elif point == "PreCompact":
-            data["trigger"] = payload.get("trigger", "manual")
-            data["custom_instructions"] = payload.get("focus") or ""
-        elif point == "Notification":
-            data["message"] = payload.get("message", "")
-            data["notification_type"] = payload.get("notification_type", "")
-        elif point == "SessionStart":
-            data["source"] = payload.get("source", "startup")
-            data["model"] = payload.get("model", "")
-        elif point == "SessionEnd":
-            data["reason"] = payload.get("reason", "other")
-        return data
+        agent = str(payload.get("agent_id", ""))
+        return hook_input(point, payload, session_id=self.session_id, transcript_path=self.transcript_path,
+                          cwd=str(self.cwd), permission_mode=self.permission_mode,
+                          stop_active=self.agent_continues.get(agent, 0) > 0 if point == "SubagentStop"
+                          else self.stop_continues > 0)
 
+
+def hook_input(point: str, payload: Mapping[str, Any], *, session_id: str, transcript_path: str, cwd: str,
+               permission_mode: str, stop_active: bool) -> dict[str, Any]:
+    """Claude Code's hook input for the seam's ``point`` and ``payload`` — what a command hook
+    reads on stdin and an SDK client's hook callback is given (``claude_code.hooks``).
+    ``stop_active``: a Stop (or this agent's SubagentStop) hook asked to continue already."""
+    data: dict[str, Any] = {"session_id": session_id, "transcript_path": transcript_path, "cwd": cwd,
+                            "permission_mode": payload.get("mode", permission_mode), "hook_event_name": point}
+    if point in TOOL_EVENTS:
+        name = str(payload.get("tool", ""))
+        given = payload.get("input") or {}
+        data["tool_name"], data["tool_input"] = to_claude(name, given, cwd=cwd)
+        data["cox_tool_name"] = name
+        data["cox_tool_input"] = given
+        data["tool_use_id"] = payload.get("id", "")
+        if point == "PostToolUse":
+            data["tool_response"] = {"output": payload.get("output", ""), "status": payload.get("status", "")}
+        elif point == "PostToolUseFailure":
+            data["error"] = payload.get("output", "")
+            data["is_interrupt"] = payload.get("status") == "aborted"
+    elif point == "UserPromptSubmit":
+        data["prompt"] = payload.get("prompt", "")
+    elif point == "Stop":
+        data["stop_hook_active"] = stop_active
+    elif point == "SubagentStop":  # Claude Code's: the parent's session, the agent named
+        agent = str(payload.get("agent_id", ""))
+        data["stop_hook_active"] = stop_active
+        data["agent_id"] = agent
+        data["agent_type"] = str(payload.get("agent_type", ""))
+        if transcript_path and agent:
+            data["agent_transcript_path"] = os.path.join(os.path.dirname(transcript_path), agent + ".jsonl")
+    elif point == "PreCompact":
+        data["trigger"] = payload.get("trigger", "manual")
+        data["custom_instructions"] = payload.get("focus") or ""
+    elif point == "Notification":
+        data["message"] = payload.get("message", "")
+        data["notification_type"] = payload.get("notification_type", "")
+    elif point == "SessionStart":
+        data["source"] = payload.get("source", "startup")
+        data["model"] = payload.get("model", "")
+    elif point == "SessionEnd":
+        data["reason"] = payload.get("reason", "other")
+    return data
 
 def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path: Path,
                user_config: str, env: Mapping[str, str] | None = None, flag_settings: Any = (),

@@ -19,7 +19,7 @@ from typing import Any
 from cox.actors.tools.spelling import to_claude, to_cox
 from cox.hooks.answer import interpret, merge
 from cox.hooks.run import Outcome
-from cox.hooks.session import MAX_STOP_CONTINUES
+from cox.hooks.session import MAX_STOP_CONTINUES, hook_input
 from cox.hooks.spec import TOOL_EVENTS, HookSpec
 from cox.slim import dataclass
 
@@ -110,34 +110,11 @@ class ClientHooks:
         return interpret(callback.spec, Outcome(0, stdout))
 
     def _input(self, point: str, payload: dict[str, Any]) -> dict[str, Any]:
-        data: dict[str, Any] = {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": self.cwd,
-                                "permission_mode": payload.get("mode", self.permission_mode), "hook_event_name": point}
-        if point in TOOL_EVENTS:
-            name, given = to_claude(str(payload.get("tool", "")), payload.get("input") or {}, self.cwd)
-            data.update(tool_name=name, tool_input=given, tool_use_id=payload.get("id", ""))
-            if point == "PostToolUse":
-                data["tool_response"] = {"output": payload.get("output", ""), "status": payload.get("status", "")}
-            elif point == "PostToolUseFailure":
-                data["error"] = payload.get("output", "")
-        elif point == "UserPromptSubmit":
-            data["prompt"] = payload.get("prompt", "")
-        elif point == "Stop":
-            data["stop_hook_active"] = self.stop_continues > 0
-        elif point == "SessionStart":
-            data["source"] = payload.get("source", "startup")
-        elif point in ("Notification",):
-            data["message"] = payload.get("message", "")
-            data["notification_type"] = payload.get("notification_type", "")
-        elif point == "PreCompact":
-            data["trigger"] = payload.get("trigger", "manual")
-            data["custom_instructions"] = payload.get("focus") or ""
-        elif point == "SubagentStop":
-            data.update(stop_hook_active=False, agent_id=str(payload.get("agent_id", "")),
-                        agent_type=str(payload.get("agent_type", "")))
-        elif point == "SessionEnd":
-            data["reason"] = payload.get("reason", "other")
-        return data
-
+        """The hook input a command hook gets (``cox.hooks.session.hook_input``), with this
+        dialect's UUID session id."""
+        return hook_input(point, payload, session_id=self.session_id, transcript_path=self.transcript_path,
+                          cwd=self.cwd, permission_mode=self.permission_mode,
+                          stop_active=point == "Stop" and self.stop_continues > 0)
 
 class BothHooks:
     """The session's one hook runner when the client registered callbacks: the command hooks
