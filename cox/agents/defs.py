@@ -222,7 +222,9 @@ def load_agents(cwd: Path, home: Path, *, cox_home: Path | None = None, env: Map
     env = os.environ if env is None else env
     if cox_home is None:
         cox_home = Path(env["COX_HOME"]).expanduser() if env.get("COX_HOME") else home / ".cox"
-    claude = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    from cox.config.claude import user_claude_dir
+
+    claude = user_claude_dir(home, env)
     project = cwd.absolute()
     folders = [(project / ".cox" / "agents", True), (project / ".claude" / "agents", True),
                (cox_home / "agents", False), (claude / "agents", False)]

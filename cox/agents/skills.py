@@ -126,7 +126,9 @@ def load_skills(cwd: Path, home: Path, *, cox_home: Path | None = None, env: Map
     env = os.environ if env is None else env
     if cox_home is None:
         cox_home = Path(env["COX_HOME"]).expanduser() if env.get("COX_HOME") else home / ".cox"
-    claude = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    from cox.config.claude import user_claude_dir
+
+    claude = user_claude_dir(home, env)
     project = cwd.absolute()
     folders = [(cox_home / "skills", False), (claude / "skills", False),
                (project / ".cox" / "skills", True), (project / ".claude" / "skills", True)]

@@ -92,7 +92,9 @@ class Catalog:
 
 def folders(cwd: Path, home: Path, cox_home: Path, env: Mapping[str, str]) -> list[tuple[Path, Scope]]:
     """The command folders, the winning owner first."""
-    claude = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    from cox.config.claude import user_claude_dir
+
+    claude = user_claude_dir(home, env)
     return [(cox_home / "commands", "user"), (claude / "commands", "user"),
             (cwd / ".cox" / "commands", "project"), (cwd / ".claude" / "commands", "project")]
 

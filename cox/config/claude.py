@@ -58,10 +58,16 @@ _ABSENT = frozenset({"TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashO
                      "SlashCommand", "NotebookRead", "EnterPlanMode", "AskUserQuestion", "LSP"})
 
 
+def user_claude_dir(home: Path, env: Mapping[str, str]) -> Path:
+    """The user's Claude Code folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (its settings,
+    CLAUDE.md, agents, commands and skills)."""
+    folder = env.get("CLAUDE_CONFIG_DIR")
+    return Path(folder).expanduser() if folder else home / ".claude"
+
+
 def user_settings_path(home: Path, env: Mapping[str, str]) -> Path:
     """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
-    folder = env.get("CLAUDE_CONFIG_DIR")
-    return (Path(folder).expanduser() if folder else home / ".claude") / "settings.json"
+    return user_claude_dir(home, env) / "settings.json"
 
 
 @dataclass

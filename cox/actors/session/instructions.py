@@ -88,7 +88,9 @@ def instruction_files(cwd: Path, reads: Any = None, *, home: Path | None = None,
         from cox.actors.tools.base import _builtin_guard
 
         reads = _builtin_guard(str(home), tuple(str(r) for r in roots))
-    claude_dir = Path(env["CLAUDE_CONFIG_DIR"]).expanduser() if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    from cox.config.claude import user_claude_dir
+
+    claude_dir = user_claude_dir(home, env)
     walk = _Walk(reads, home, roots)
     walk.top(claude_dir / "CLAUDE.md", None, "user", _shown(claude_dir / "CLAUDE.md", home))
     walk.top(cox_home / "AGENTS.md", None, "user", _shown(cox_home / "AGENTS.md", home))
