@@ -4,11 +4,9 @@
 … --input-format stream-json`` (no sub-command) become ``cox run --dialect claude …``
 (:func:`route`), so whatever flags the ``run`` sub-parser has, the bare entry point has too.
 
-:func:`add_dialect_flags` adds this dialect's own flags to the ``run`` parser, and — until the
-engineers who implement them land their parsers — the other flags the SDK may pass, each as an
-accepted no-op that says on stderr it was ignored (``--system-prompt ""``, which the SDK always
-sends, silently). A flag another module already added is left alone, so the order in which the
-parsers are merged does not matter.
+:func:`add_dialect_flags` adds this dialect's own flags to the ``run`` parser, and the flags the
+SDK may pass that cox does not implement (``PENDING``), each as an accepted no-op that says on
+stderr it was ignored. A flag another module already added is left alone.
 """
 
 from __future__ import annotations
@@ -35,8 +33,6 @@ PENDING: list[tuple[tuple[str, ...], Any, str]] = [
     (("--max-thinking-tokens",), 1, "thinking settings"), (("--thinking-display",), 1, "thinking settings"),
     (("--effort",), 1, "reasoning effort"),
 ]
-SILENT = {"--system-prompt": "", "--setting-sources": None}
-"""Values the SDK sends by default that mean "as usual": no warning for them."""
 
 
 def route(argv: Sequence[str]) -> list[str]:
@@ -56,9 +52,6 @@ def route(argv: Sequence[str]) -> list[str]:
 class _Ignored(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        value = values[0] if isinstance(values, list) and values else values
-        if option_string in SILENT and (SILENT[option_string] is None or value == SILENT[option_string]):
-            return
         ignored = list(getattr(namespace, "ignored_flags", None) or [])
         ignored.append(option_string or self.dest)
         namespace.ignored_flags = ignored
