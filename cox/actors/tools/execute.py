@@ -54,7 +54,7 @@ def execute(tool: BaseTool, call: ToolCall, env: ToolEnv, *, archive: ArchivePut
         result, returned, files = _checkpointed(tool, call, env, env.checkpoint)
     if not returned or (env.cancel.cancelled and result.status is ToolStatus.OK):
         return Executed(result, files)  # cancelled: the caller turns it into an aborted result
-    if env.cancel.cancelled and not needs_cap(result.visible, (limits or {}).get("visible_max_bytes", DEFAULT_MAX_BYTES)):
+    if env.cancel.cancelled and not needs_cap(result.visible, limits.get("visible_max_bytes", DEFAULT_MAX_BYTES)):
         # The turn was interrupted: this result is small enough to keep whole, and nobody waits
         # for its id — a crowd of cancelled calls (every subagent of an interrupted turn) does
         # not queue a round trip each to the one store writer.
