@@ -623,39 +623,17 @@ def _claim_new(layout: Layout, session_id: str) -> None:
 
 
 def _indexed(layout: Layout, session_id: str) -> bool:
-    import sqlite3
-
     from cox.actors.store import db
 
-    if not layout.db.exists():
-        return False
-    conn = db.connect_ro(layout.db)
-    try:
-        return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
-    except sqlite3.Error as exc:
-        if not db.missing_table(exc):
-            raise
-        return False
-    finally:
-        conn.close()
+    return db.read(layout.db, lambda conn: conn.execute("SELECT 1 FROM sessions WHERE id = ?",
+                                                        (session_id,)).fetchone() is not None, False)
 
 
 def _latest_session(layout: Layout, cwd: Path) -> str | None:
-    import sqlite3
-
     from cox.actors.store import db
 
-    if not layout.db.exists():
-        return None
-    conn = db.connect_ro(layout.db)  # a surface only reads: the store actor is cox.db's writer
-    try:
-        rows = db.list_sessions(conn, limit=1000)
-    except sqlite3.Error as exc:
-        if not db.missing_table(exc):
-            raise
-        rows = []
-    finally:
-        conn.close()
+    none: list[dict[str, Any]] = []
+    rows = db.read(layout.db, lambda conn: db.list_sessions(conn, limit=1000), none)  # a surface only reads
     return next((str(row["id"]) for row in rows if row["cwd"] == str(cwd)), None)
 
 
@@ -678,27 +656,20 @@ def cmd_sessions(args: Any) -> int:
     """The stored sessions, newest first; a subagent's session (its index row names a parent)
     is listed under its parent, indented, not as a session of its own. ``--limit`` counts the
     person's sessions (the trees), ``--grep`` keeps a tree where any of its sessions matches."""
-    import sqlite3
-
     from cox.actors.store import db
     from cox.policy.redact import scrub
     from cox.policy.sanitize import sanitize
 
     layout = Layout(cox_home())
-    if not layout.db.exists():
-        print("no sessions yet")
-        return 0
-    conn = db.connect_ro(layout.db)
-    parents: dict[str, str] = {}
-    try:
+
+    Listing = tuple[list[dict[str, Any]], dict[str, str]]
+
+    def query(conn: Any) -> Listing:
         parents = _parents(conn)
-        rows = db.list_sessions(conn, limit=args.limit if not (args.grep or parents) else 100_000)
-    except sqlite3.Error as exc:
-        if not db.missing_table(exc):
-            raise
-        rows = []
-    finally:
-        conn.close()
+        return db.list_sessions(conn, limit=args.limit if not (args.grep or parents) else 100_000), parents
+
+    nothing: Listing = ([], {})
+    rows, parents = db.read(layout.db, query, nothing)
     from .worktree_session import read_record
 
     known = {row["id"] for row in rows}

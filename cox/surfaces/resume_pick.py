@@ -54,25 +54,13 @@ def clean(text: str) -> str:
 
 def stored_sessions(layout: Layout, cwd: Path) -> list[Choice]:
     """The sessions of workspace ``cwd`` that can be resumed, newest first (see the module)."""
-    import sqlite3
-
     from cox.actors.store import db, lock
 
     from .commands import _parents
     from .worktree_session import read_record
 
-    if not layout.db.exists():
-        return []
-    conn = db.connect_ro(layout.db)  # a surface only reads: the store actor is cox.db's writer
-    try:
-        rows = db.list_sessions(conn, limit=100_000)
-        parents = _parents(conn)
-    except sqlite3.Error as exc:
-        if not db.missing_table(exc):
-            raise
-        return []
-    finally:
-        conn.close()
+    nothing: tuple[list[dict[str, Any]], dict[str, str]] = ([], {})  # a surface only reads: the store writes
+    rows, parents = db.read(layout.db, lambda conn: (db.list_sessions(conn, limit=100_000), _parents(conn)), nothing)
     here = os.path.realpath(cwd)
     out: list[Choice] = []
     for row in rows:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -68,6 +71,23 @@ def connect_ro(path: Path) -> sqlite3.Connection:
 def missing_table(exc: sqlite3.Error) -> bool:
     """Whether a read failed only because cox.db has no such table yet (nothing recorded)."""
     return isinstance(exc, sqlite3.OperationalError) and "no such table" in str(exc)
+
+
+def read(path: Path, query: Callable[[sqlite3.Connection], T], empty: T) -> T:
+    """``query`` on a read-only connection to the cox.db at ``path`` (closed after), or ``empty``
+    when nothing is recorded there yet: no file, or not the table the query reads. Every other
+    error is raised: a reader of a home that is broken says so (``home_problem``)."""
+    if not path.exists():
+        return empty
+    conn = connect_ro(path)
+    try:
+        return query(conn)
+    except sqlite3.Error as exc:
+        if not missing_table(exc):
+            raise
+        return empty
+    finally:
+        conn.close()
 
 
 def upsert_session(conn: sqlite3.Connection, meta: dict[str, Any]) -> None:

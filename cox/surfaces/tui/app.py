@@ -1080,17 +1080,8 @@ class TUI:
         from cox.actors.store.layout import Layout, cox_home
 
         path = Path(self.db_path) if self.db_path else Layout(cox_home()).db
-        if not path.exists():
-            return []
-        conn = db.connect_ro(path)  # read-only, no DDL: the store actor is cox.db's one writer
-        try:
-            return checkpoints.timeline(conn, str(self.handle.session_id))
-        except sqlite3.Error as exc:
-            if db.missing_table(exc):
-                return []  # nothing checkpointed in this home yet
-            raise
-        finally:
-            conn.close()
+        # read-only, no DDL: the store actor is cox.db's one writer; nothing checkpointed yet is []
+        return db.read(path, lambda conn: checkpoints.timeline(conn, str(self.handle.session_id)), [])
 
     def open_rewind(self) -> None:
         if self.model.status.turn_running:
