@@ -9,6 +9,7 @@ when the command runs, never by ``cox run``.
 from __future__ import annotations
 
 import argparse
+import signal
 import socket
 import sys
 from typing import Any
@@ -37,6 +38,10 @@ def base_args(args: Any) -> argparse.Namespace:
             setattr(base, key, value)
     base.approve = "on-request"
     return base
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    """A stop signal after uvicorn's own shutdown: nothing left to do but the cleanup under way."""
 
 
 def run(args: Any) -> int:
@@ -83,6 +88,11 @@ def run(args: Any) -> int:
             print(f"{ADDRESS_LINE}http://{shown}:{sock.getsockname()[1]}/", file=sys.stderr, flush=True)
 
         server.startup = started  # type: ignore[method-assign]
+        # uvicorn stops gracefully on SIGINT/SIGTERM, then raises the signal again against the
+        # handlers it found: these let that pass, so the sessions below close (their rollouts
+        # synced, their locks released) and the command ends with 0.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _stopped)
         server.run(sockets=[sock])
     finally:
         agents.close()
