@@ -124,14 +124,16 @@ def test_closing_the_stream_cancels_the_turn(server: Served) -> None:
     path = f"/api/agent/sessions/{sid}/turns"
     with server.client.stream("POST", path, json={"prompt": "sleep a while"},
                               headers={"X-Cox-Token": server.token}) as r:
-        for name, _data in events(r):
+        stream = events(r)  # kept: a dropped generator closes the response
+        for name, _data in stream:
             if name == "tool_call":  # sleep is read-only: it runs without asking
                 break
         assert not _wait(lambda: bool(pids_with(SLEEP))), "the sleep never started"
         busy = server.post(path, {"prompt": "second"})
         assert busy.status_code == 409 and "running a turn" in busy.json()["error"]
+        stream.close()
     assert not _wait(lambda: not pids_with(SLEEP)), "closing the stream left the sleep running"
-    frames = _retry_turn(server, sid, "and now")  # the interrupted turn ended; the session goes on
+    frames = server.turn(sid, "and now")  # waits for the interrupted turn to end; the session goes on
     assert text_of(frames) == "after the sleep"
 
 
@@ -147,22 +149,6 @@ def _wait(ready: Any) -> bool:
             return True
         tick.wait(0.02)
     return False
-
-
-def _retry_turn(server: Served, sid: str, prompt: str) -> list[tuple[str, dict[str, Any]]]:
-    """The next turn, once the session says the cancelled one is over (409 until then)."""
-    got: list[tuple[str, dict[str, Any]]] = []
-
-    def attempt() -> bool:
-        r = server.post(f"/api/agent/sessions/{sid}/turns", {"prompt": prompt}) if not got else None
-        if r is not None and r.status_code == 409:
-            return False
-        assert r is not None and r.status_code == 200, r.text if r is not None else ""
-        got.extend(events(r))
-        return True
-
-    assert not _wait(attempt)
-    return got
 
 
 BAD_SESSIONS = [({"model": "gpt-nope"}, "model"), ({"effort": "max"}, "effort"), ({"mode": "bypass"}, "mode"),

@@ -15,9 +15,7 @@ so nothing but ``cox serve`` pays for it.
 from __future__ import annotations
 
 import asyncio
-import json
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -123,7 +121,7 @@ class Web:
             return error(404, str(exc))
         queue: asyncio.Queue[Frame] = asyncio.Queue()
         try:
-            bridge.begin(relay(asyncio.get_running_loop(), queue), prompt)
+            await run_in_threadpool(bridge.begin, relay(asyncio.get_running_loop(), queue), prompt)
         except Busy as exc:
             return error(409, str(exc))
         except Unknown as exc:
@@ -180,10 +178,3 @@ def offer_of(prep: Any) -> Offer:
     more += [n for n in prep.config.models if kind != "scripted"]
     return Offer(list(dict.fromkeys([first, *more])), kind)
 
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False)
-
-
-def page_path() -> Path:
-    return Path(str(resources.files("cox.surfaces.web").joinpath("page.html")))

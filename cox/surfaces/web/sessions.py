@@ -23,6 +23,9 @@ from .frames import Frame, TurnFrames
 from .validate import THINKING_BUDGET, Settings
 
 ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+CANCEL_WAIT_S = 15.0
+"""How long a new turn waits for the one whose stream closed to finish being interrupted (bash
+calls get their process group killed; the session's own grace is 10 s)."""
 STOP: tuple[Any, str] = (None, "")
 """Put on a session's event queue to end its pump."""
 
@@ -39,7 +42,9 @@ class Bridge:
     def __init__(self, handle: Any, model: str) -> None:
         self.handle = handle
         self.model = model
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
+        self.cancelling = False
+        """The running turn's stream closed: it is being interrupted, and the next turn waits for it."""
         self.listener: Callable[[Frame | None], None] | None = None
         self.frames: TurnFrames | None = None
         self.running = False
@@ -52,8 +57,11 @@ class Bridge:
         return str(self.handle.session_id)
 
     def begin(self, listener: Callable[[Frame | None], None], prompt: str) -> None:
-        """Start a turn whose frames go to ``listener`` (None after the last); Busy when one runs."""
+        """Start a turn whose frames go to ``listener`` (None after the last); Busy when one runs
+        whose stream is open. One being cancelled (its stream closed) is waited for first."""
         with self.lock:
+            if self.running and self.cancelling:
+                self.lock.wait_for(lambda: not self.running, timeout=CANCEL_WAIT_S)
             if self.running:
                 raise Busy(f"session {self.session_id} is running a turn; wait for its done event "
                            "(or close that stream to cancel it) and send the prompt again")
@@ -69,6 +77,7 @@ class Bridge:
         with self.lock:
             self.listener = None
             running = self.running
+            self.cancelling = running and not finished
         if running and not finished:
             self.handle.interrupt()
 
@@ -92,7 +101,8 @@ class Bridge:
                 frames = self.frames.of(event) if self.frames is not None else []
                 listener = self.listener
                 if isinstance(event, m.TurnDone):
-                    self.running = False
+                    self.running = self.cancelling = False
+                    self.lock.notify_all()
                     self.pending.clear()
                     self.listener = None
                     if self.frames is not None:
