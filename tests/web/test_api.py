@@ -6,7 +6,6 @@ scripted replies are keyed by the session's first prompt."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx

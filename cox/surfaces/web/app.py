@@ -28,7 +28,16 @@ from .frames import Frame
 from .security import Guard, allowed_hosts
 from .sessions import Agents, Busy, Unknown
 from .stream import END, EventStream
-from .validate import MAX_BODY, Invalid, Offer, approval_answer, chat_request, parse_body, session_request, turn_request
+from .validate import (
+    MAX_BODY,
+    Invalid,
+    Offer,
+    approval_answer,
+    chat_request,
+    parse_body,
+    session_request,
+    turn_request,
+)
 
 PAGE_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline' https://fonts.googleapis.com; "
             "font-src https://fonts.gstatic.com; connect-src 'self'; img-src 'self' data:; base-uri 'none'; "

@@ -59,7 +59,11 @@ class Chat:
 
         scope = CancelScope("web-chat")
         threading.Thread(target=self._run, args=(s, deliver, scope), name="web-chat", daemon=True).start()
-        return lambda: scope.cancel("the page closed the stream")
+
+        def cancel() -> None:
+            scope.cancel("the page closed the stream")
+
+        return cancel
 
     def _run(self, s: Settings, deliver: Callable[[Frame | None], None], scope: Any) -> None:
         from cox.actors.provider.catalog import describe

@@ -16,7 +16,7 @@ from typing import Any
 from .frames import Frame, sse
 from .security import Receive, Scope, Send
 
-END = ("", {})
+END: Frame = ("", {})
 """Put on a stream's queue: the stream is over (after the frame that ended it)."""
 
 
