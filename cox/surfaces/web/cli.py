@@ -58,6 +58,9 @@ def run(args: Any) -> int:
     port = args.port if args.port is not None else prep.config.serve.port
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by every accepted connection: an SSE frame goes out at once instead of waiting
+    # (Nagle) for the ACK of the frame before it, which the browser's delayed ACK holds 40 ms.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
