@@ -161,11 +161,26 @@ class Agents:
             bridge = self.bridges.get(session_id)
             if bridge is not None and bridge.handle.alive():
                 return bridge
-            if not self.app.layout.rollout(session_id).is_file():
+            path = self.app.layout.rollout(session_id)
+            if not path.is_file():
                 raise Unknown(f"no session {session_id}; start one with POST /api/agent/sessions")
+            self._same_workspace(session_id, path)
             bridge = self._open(None, session_id)
             self.bridges[session_id] = bridge
             return bridge
+
+    def _same_workspace(self, session_id: str, path: Any) -> None:
+        """A stored session of another folder is not this server's to run: its turns would work
+        here with that folder's history (``cox --resume`` there continues it)."""
+        from pathlib import Path
+
+        from cox.actors.store.rollout import read_rollout
+
+        cwd = Path(getattr(self.base, "cwd", None) or ".").resolve()
+        started = next((e for e in read_rollout(path).events if e.get("type") == "session_started"), {})
+        if started.get("cwd") != str(cwd):
+            raise Unknown(f"session {session_id} belongs to {started.get('cwd') or 'another folder'}, not to {cwd} "
+                          "that this cox serve serves; continue it there (cox --resume ID)")
 
     def close(self) -> None:
         with self.lock:
