@@ -230,6 +230,12 @@ def test_a_refused_chat_turn_has_no_history(server: Served) -> None:
     assert done["stop_reason"] == "refusal" and done["history"] is None
 
 
+def test_a_failed_model_call_is_an_error_event(server: Served) -> None:
+    frames = list(server.stream("/api/chat", {"messages": [_user("one more")]}))  # the script has no reply left
+    assert [n for n, _ in frames] == ["start", "error"]
+    assert "no reply #5" in frames[-1][1]["message"]
+
+
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.nip.io:{port}", ""])
 def test_a_foreign_host_is_refused_on_every_route(server: Served, host: str) -> None:
     headers = {"Host": host.format(port=server.port), "X-Cox-Token": server.token}
