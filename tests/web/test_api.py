@@ -24,6 +24,7 @@ AGENTS: dict[str, list[dict[str, Any]]] = {
     "deny": [{"tool_calls": [{"name": "bash", "input": {"command": "touch no.txt"}}]}, {"text": "unreachable"}],
     "always": [{"tool_calls": [{"name": "bash", "input": {"command": "touch always.txt"}}]},
                {"tool_calls": [{"name": "bash", "input": {"command": "touch always.txt"}}]}, {"text": "twice"}],
+    "refuse": [{"text": "I won't", "stop": "refusal"}, {"text": "rephrased, answered"}],
     "sleep": [{"tool_calls": [{"name": "bash", "input": {"command": SLEEP}}]}, {"text": "after the sleep"}],
 }
 CHAT = [{"text": "chat reply", "chunk": 5},
@@ -78,6 +79,14 @@ def test_thinking_and_text_are_separate_blocks(server: Served) -> None:
     blocks = [d["block"]["type"] for n, d in frames if n == "block"]
     assert blocks == ["thinking", "text"]
     assert [d["index"] for n, d in frames if n == "delta"] == [0, 1]
+
+
+def test_a_refused_turn_is_rolled_back(server: Served) -> None:
+    sid = server.session()
+    done = server.turn(sid, "refuse this")[-1][1]
+    assert done["rolled_back"] is True and "rephrase" in done["reason"]
+    again = server.turn(sid, "put kindly")[-1][1]
+    assert again["rolled_back"] is False and again["stop"] == "end_turn"
 
 
 def test_approval_yes_runs_the_call(server: Served) -> None:

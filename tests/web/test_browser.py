@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
 
 AGENTS = {
     "stream": [{"events": [{"text": "The first words arrive "}, {"stall": True}]}, {"text": "and the rest follows."}],
+    "decline": [{"text": "No.", "stop": "refusal"}],
     "touch": [{"tool_calls": [{"name": "bash", "input": {"command": "touch clicked.txt"}}]}, {"text": "The file is there."}],
 }
 CHAT = [{"text": "I can't help with that.", "stop": "refusal"}, {"text": "Here is a kinder answer."}]
@@ -86,6 +87,14 @@ def test_an_approval_is_answered_with_a_click(page: Any, served: tuple[Served, P
     page.wait_for_selector(".text:text('The file is there.')")
     assert (served[1] / "clicked.txt").exists()
     assert page.locator(".approval").count() == 0
+
+
+def test_a_refused_agent_turn_is_greyed_for_rephrasing(page: Any) -> None:
+    _send(page, "decline this one")
+    page.wait_for_selector(".turn.refused")
+    assert "rephrase" in page.inner_text(".refusal-note")
+    page.click(".rephrase")
+    assert page.input_value("#prompt") == "decline this one"
 
 
 def _canvas(page: Any) -> str:

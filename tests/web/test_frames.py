@@ -38,6 +38,9 @@ def test_each_event_has_its_frame() -> None:
     assert f.of(m.UsageEvent(usage=Usage(model="m", input_tokens=5))) == []
     end = f.of(m.TurnDone(turn=3, stop=StopReason.END_TURN))
     assert end[0][0] == "done" and end[0][1]["model"] == "claude-haiku-4-5" and end[0][1]["usage"]["input_tokens"] == 5
+    assert end[0][1]["rolled_back"] is False
+    assert f.of(m.Rewound(to_turn=3, what="conversation")) == []
+    assert f.of(m.TurnDone(turn=3, stop=StopReason.ERROR, reason="refusal"))[0][1]["rolled_back"] is True
 
 
 def test_a_frame_is_one_event_and_one_data_line() -> None:

@@ -4,7 +4,8 @@ The event names are the design's: ``start`` (a turn began: its number and model)
 new text or thinking block, without its text), ``delta`` ({index, kind, text}), ``tool_call``,
 ``approval`` (answer it at ``approvals/{approval_id}``), ``tool_output`` (a chunk while the call
 runs, then ``done`` with its status and result), ``fallback`` (main turns moved to the fallback
-model), ``compaction``, ``notice``, ``done`` ({stop, reason, usage}) and ``error``. Text is sent
+model), ``compaction``, ``notice``, ``done`` ({stop, reason, usage, rolled_back}: a refused turn is rolled
+back, so the page greys it and offers to rephrase) and ``error``. Text is sent
 as the session produced it; the page renders it as text, never as markup.
 """
 
@@ -36,6 +37,7 @@ class TurnFrames:
         self.index = -1
         self.kind: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.rolled_back = False
 
     def _delta(self, kind: str, text: str) -> list[Frame]:
         out: list[Frame] = []
@@ -78,9 +80,12 @@ class TurnFrames:
         if isinstance(event, m.UsageEvent):
             self.usage = to_plain(event.usage)
             return []
+        if isinstance(event, m.Rewound):  # a refused turn is rolled back: the page greys it for rephrasing
+            self.rolled_back = True
+            return []
         if isinstance(event, m.ErrorEvent):
             return [("error", {"message": event.message, "fatal": event.fatal})]
         if isinstance(event, m.TurnDone):
             return [("done", {"turn": event.turn, "model": self.model, "stop": event.stop.value,
-                              "reason": event.reason, "usage": self.usage})]
+                              "reason": event.reason, "usage": self.usage, "rolled_back": self.rolled_back})]
         return []
