@@ -29,14 +29,14 @@ TOKEN = re.compile(r'name="cox-token" content="([^"]+)"')
 
 
 class Served:
-    def __init__(self, cwd: Path, script: Path, home: Path, *, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, cwd: Path, script: Path | None, home: Path, *, extra_env: dict[str, str] | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
         env.update(COX_HOME=str(home / "cox-home"), HOME=str(home), CLAUDE_CONFIG_DIR=str(home / "claude"),
                    PYTHONPATH=str(REPO), **(extra_env or {}))
         self.stderr: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cox.surfaces.cli", "serve", "--port", "0", "--script", str(script),
-             "--cwd", str(cwd)],
+            [sys.executable, "-m", "cox.surfaces.cli", "serve", "--port", "0", "--cwd", str(cwd),
+             *(["--script", str(script)] if script is not None else [])],
             cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         lines: queue.Queue[str | None] = queue.Queue()
 
