@@ -67,11 +67,14 @@ class Guard:
         self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):  # lifespan
             await self.app(scope, receive, send)
             return
         problem = self.problem(scope)
         if problem is not None:
+            if scope["type"] == "websocket":  # none is served; a foreign one is not even routed
+                await send({"type": "websocket.close", "code": 1008})
+                return
             status, message = problem
             await refuse(send, status, message)
             return
