@@ -30,8 +30,9 @@ TOKEN = re.compile(r'name="cox-token" content="([^"]+)"')
 
 class Served:
     def __init__(self, cwd: Path, script: Path | None, home: Path, *, extra_env: dict[str, str] | None = None) -> None:
+        self.cox_home = home / "cox-home"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-        env.update(COX_HOME=str(home / "cox-home"), HOME=str(home), CLAUDE_CONFIG_DIR=str(home / "claude"),
+        env.update(COX_HOME=str(self.cox_home), HOME=str(home), CLAUDE_CONFIG_DIR=str(home / "claude"),
                    PYTHONPATH=str(REPO), **(extra_env or {}))
         self.stderr: list[str] = []
         self.proc = subprocess.Popen(

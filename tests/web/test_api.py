@@ -5,6 +5,7 @@ scripted replies are keyed by the session's first prompt."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,6 +144,13 @@ def test_closing_the_stream_cancels_the_turn(server: Served) -> None:
     assert not _wait(lambda: not pids_with(SLEEP)), "closing the stream left the sleep running"
     frames = server.turn(sid, "and now")  # waits for the interrupted turn to end; the session goes on
     assert text_of(frames) == "after the sleep"
+    from cox.actors.store.layout import Layout
+
+    lines = [json.loads(x) for x in Layout(server.cox_home).rollout(sid).read_text().splitlines() if x.strip()]
+    stops = [x["stop"] for x in lines if x.get("type") == "turn_done"]
+    assert stops == ["interrupted", "end_turn"]
+    sleep_done = [x for x in lines if x.get("type") == "tool_call_done"]
+    assert [x["result"]["status"] for x in sleep_done] == ["aborted"]  # the unfinished call: recorded as interrupted
 
 
 def _wait(ready: Any) -> bool:
