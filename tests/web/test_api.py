@@ -270,9 +270,9 @@ def test_posts_need_this_process_token_and_own_origin(server: Served) -> None:
     for headers in ({}, {"X-Cox-Token": ""}, {"X-Cox-Token": server.token[:-1] + "A"}, {"X-Cox-Token": "x" * 43}):
         r = server.client.post("/api/agent/sessions", json={}, headers=headers)
         assert r.status_code == 403 and "X-Cox-Token" in r.json()["error"]
-    r = server.client.post("/api/agent/sessions", json={},
-                           headers={"X-Cox-Token": server.token, "Origin": "https://evil.example"})
-    assert r.status_code == 403 and "another site" in r.json()["error"]
+    for origin in ("https://evil.example", "http://localhost:1", "null"):  # another site, another local app, a sandbox
+        r = server.client.post("/api/agent/sessions", json={}, headers={"X-Cox-Token": server.token, "Origin": origin})
+        assert r.status_code == 403 and "another site" in r.json()["error"], origin
     ok = server.client.post("/api/agent/sessions", json={},
                             headers={"X-Cox-Token": server.token, "Origin": server.url})
     assert ok.status_code == 201

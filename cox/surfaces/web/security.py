@@ -11,7 +11,8 @@ Why each one:
   lets no other origin read the page, and a custom header from another origin needs a CORS
   preflight this server never grants. A token of another ``cox serve`` (another process) is not
   this one's.
-- **Origin**: when a browser says where a POST comes from, it must be this server's own origin.
+- **Origin**: when a browser says where a POST comes from, it must be this server's own origin
+  (a loopback name and this port).
 - **Size**: a body over 8 MB is refused before it is read (``validate.MAX_BODY``).
 
 Each refusal is a JSON ``{"error": sentence}`` that says what was wrong and what to do, and it
@@ -89,7 +90,7 @@ class Guard:
         if scope.get("method") != "POST":
             return None
         origin = headers.get("origin")
-        if origin is not None and (urlsplit(origin).hostname or "") not in self.hosts:
+        if origin is not None and not self._own(origin, scope):
             return 403, (f"refused: a POST from the page {origin!r}, another site; only the page cox serve "
                          "itself serves may post")
         given = headers.get(TOKEN_HEADER, "").encode()
@@ -100,6 +101,17 @@ class Guard:
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
             return 422, f"the request body is over {MAX_BODY // (1024 * 1024)} MB; send less"
         return None
+
+    def _own(self, origin: str, scope: Scope) -> bool:
+        """``origin`` is this server's: a loopback name and this port (another local app's page on
+        localhost:3000 is another origin)."""
+        try:
+            parts = urlsplit(origin)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            return False
+        server = scope.get("server") or (None, None)
+        return (parts.hostname or "") in self.hosts and (server[1] is None or port == server[1])
 
 
 async def refuse(send: Send, status: int, message: str) -> None:
