@@ -124,13 +124,18 @@ class Web:
             prompt, _effort = turn_request(await body_of(request))
         except Invalid as exc:
             return error(422, str(exc))
-        try:
-            bridge = await run_in_threadpool(self.agents.get, request.path_params["session_id"])
+        sid = request.path_params["session_id"]
+        try:  # a live session without a thread hop; a stored one is loaded in a worker thread
+            bridge = self.agents.live(sid) or await run_in_threadpool(self.agents.get, sid)
         except Unknown as exc:
             return error(404, str(exc))
         queue: asyncio.Queue[Frame] = asyncio.Queue()
+        deliver = relay(asyncio.get_running_loop(), queue)
         try:
-            await run_in_threadpool(bridge.begin, relay(asyncio.get_running_loop(), queue), prompt)
+            if bridge.cancelling:  # waits for the cancelled turn to end: not on the event loop
+                await run_in_threadpool(bridge.begin, deliver, prompt)
+            else:
+                bridge.begin(deliver, prompt)
         except Busy as exc:
             return error(409, str(exc))
         except Unknown as exc:

@@ -153,6 +153,12 @@ class Agents:
             self.bridges[bridge.session_id] = bridge
         return bridge
 
+    def live(self, session_id: str) -> Bridge | None:
+        """The session if it runs in this process (no I/O: the turn route's fast path)."""
+        with self.lock:
+            bridge = self.bridges.get(session_id)
+        return bridge if bridge is not None and bridge.handle.alive() else None
+
     def get(self, session_id: str) -> Bridge:
         """The live session, or the stored one loaded (Unknown when there is none)."""
         if not ULID.match(session_id):
