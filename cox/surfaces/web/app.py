@@ -126,7 +126,8 @@ class Web:
             return error(422, str(exc))
         sid = request.path_params["session_id"]
         try:  # a live session without a thread hop; a stored one is loaded in a worker thread
-            bridge = self.agents.live(sid) or await run_in_threadpool(self.agents.get, sid)
+            live = self.agents.live(sid)
+            bridge = live if live is not None else await run_in_threadpool(self.agents.get, sid)
         except Unknown as exc:
             return error(404, str(exc))
         queue: asyncio.Queue[Frame] = asyncio.Queue()
