@@ -154,9 +154,9 @@ class Agents:
         return bridge
 
     def live(self, session_id: str) -> Bridge | None:
-        """The session if it runs in this process (no I/O: the turn route's fast path)."""
-        with self.lock:
-            bridge = self.bridges.get(session_id)
+        """The session if it runs in this process: the turn route's fast path, on the event loop,
+        so it takes no lock (``get`` holds it while it loads a stored session; a dict read is atomic)."""
+        bridge = self.bridges.get(session_id)
         return bridge if bridge is not None and bridge.handle.alive() else None
 
     def get(self, session_id: str) -> Bridge:
