@@ -185,6 +185,15 @@ class LoggingConfig(_Section):
 
 
 @record
+class ServeConfig(_Section):
+    """``cox serve``: where it listens. Only your own layers set these (a project may not expose
+    your sessions on the network): 127.0.0.1 unless you say otherwise."""
+
+    host: str = "127.0.0.1"
+    port: int = field(default=8765, ge=0, le=65535)
+
+
+@record
 class Config(_Section):
     """The effective configuration: every section, plus where each value came from.
 
@@ -204,6 +213,7 @@ class Config(_Section):
     models: dict[str, ModelConfig] = field(default_factory=dict)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     agents: AgentsConfig = field(default_factory=AgentsConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     _sources: dict[str, str] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
     _warnings: list[str] = dataclasses.field(default_factory=list, init=False, repr=False, compare=False)

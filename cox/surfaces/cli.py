@@ -12,7 +12,7 @@ from typing import Any
 from .claude_code.flags import PRINT, UsageProblem, add_dialect_flags, route, settle
 
 EXTRA_COMMANDS = {"config": "config_cli", "policy": "policy_cli", "apply-patch": "patch_cli", "mcp": "mcp_cli",
-                  "hooks": "hooks_cli", "ext": "ext_cli", "exec": "exec_cli"}
+                  "hooks": "hooks_cli", "ext": "ext_cli", "exec": "exec_cli", "serve": "web.cli"}
 TEXT_COMMANDS = {"sessions", "doctor", "stats", "config", "policy", "mcp", "apply-patch", "hooks", "ext"}
 """Commands whose stdout on a terminal is sanitised as a whole: they show what config files, MCP
 servers and sessions hold (a server named with escapes). Not ``run`` (its text output is
@@ -240,6 +240,10 @@ def _dispatch(args: Any) -> int:
         from .policy_cli import run as policy_run
 
         return int(policy_run(args))
+    if cmd == "serve":
+        from .web.cli import run as serve_run
+
+        return int(serve_run(args))
     from .commands import cmd_interactive
 
     return cmd_interactive(args)

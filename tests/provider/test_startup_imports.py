@@ -15,7 +15,7 @@ from tests.provider.loopback import Loopback, Reply
 from tests.provider.test_anthropic_session import message
 
 HEAVY = ("anthropic", "openai", "httpx", "mcp", "mcp_types", "urwid", "tree_sitter", "tree_sitter_bash", "pygments",
-         "keyring", "pydantic", "pydantic_core")
+         "keyring", "pydantic", "pydantic_core", "starlette", "uvicorn")
 
 OFF_THE_PATH = {
     "logging.handlers", "pickle",  # cox.surfaces.logs rotates its file itself

@@ -11,7 +11,7 @@ from pathlib import Path
 from cox.surfaces import cli
 
 COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch", "mcp", "hooks",
-            "ext", "exec"]
+            "ext", "exec", "serve"]
 
 
 def test_a_usage_error_names_every_command(tmp_path: Path) -> None:
