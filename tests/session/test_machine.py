@@ -47,9 +47,9 @@ class Ports:
     def writes(self, call: ToolCall) -> list[Path] | None:
         return [Path(call.input["path"])] if "path" in call.input else None
 
-    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str]) -> Outcome:
+    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str], turn_allow: list[str]) -> Outcome:
         self.decided.append((call.name, mode, list(grants)))
-        if call.name in grants:
+        if call.name in grants or call.name in turn_allow:
             return Outcome("allow")
         return Outcome(self.verdicts.get(call.name, "allow"))
 
