@@ -291,6 +291,8 @@ def image_block(image: dict[str, Any]) -> dict[str, Any] | None:
     source = image.get("source")
     if isinstance(source, dict) and source.get("type") in ("base64", "url"):
         return {"type": "image", "source": dict(source)}
+    if isinstance(image.get("url"), str):
+        return {"type": "image", "source": {"type": "url", "url": image["url"]}}
     if image.get("data") and image.get("media_type"):
         return {"type": "image", "source": {"type": "base64", "media_type": image["media_type"],
                                             "data": image["data"]}}

@@ -278,6 +278,9 @@ class TurnMachine:
         if msg.allow and (self.active is not None or self.compaction is not None):
             self._notice("warning", "the command's allowed-tools apply only to a turn it starts; this message "
                                     "joins another, so they grant nothing")
+        if msg.images and (self.active is not None or self.compaction is not None):
+            self._notice("warning", f"{len(msg.images)} image(s) of a message sent while a turn runs were left "
+                                    "out (only its text joins the turn); send them with a new message")
         if self.active is None and self.compaction is not None:
             self.pending_inputs.append(text)
             self._notice("info", "message queued; the context is being compacted first")
@@ -285,7 +288,7 @@ class TurnMachine:
             self.active.steer.append(text)
             self._notice("info", "message queued; the model sees it at its next step")
         else:
-            self._start_turn(text, allow=msg.allow)
+            self._start_turn(text, allow=msg.allow, images=msg.images)
 
     def _interrupt(self) -> None:
         turn = self.active
@@ -400,7 +403,8 @@ class TurnMachine:
 
     # ------------------------------------------------------------------ the loop
 
-    def _start_turn(self, text: str, queued: list[str] | None = None, allow: list[str] | None = None) -> None:
+    def _start_turn(self, text: str, queued: list[str] | None = None, allow: list[str] | None = None,
+                    images: list[Any] | None = None) -> None:
         self.last_turn += 1
         self.gen += 1
         turn = Turn(turn=self.last_turn, gen=self.gen, scope=CancelScope(), steer=list(queued or []),
@@ -421,6 +425,14 @@ class TurnMachine:
                 if isinstance(context, str) and context:  # a hook's additionalContext, after the prompt
                     message["content"].append({"type": "text", "text": context})
             self.hook_context = None
+            if images:
+                from cox.actors.tools.images import turn_images
+
+                blocks, problems = turn_images(images)
+                message["content"].extend(blocks)
+                for problem in problems:  # the person is told, the model too; the text still goes
+                    self._notice("warning", problem)
+                    message["content"].append({"type": "text", "text": f"[{problem}]"})
             self._add(message)
             if turn.turn == 1:  # the session's title is its first prompt; later turns keep it
                 self._fx.append(fx.Store(sm.Title(self.s.session_id, prompt)))
