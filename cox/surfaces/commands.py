@@ -88,7 +88,14 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     from cox.config import ConfigError
 
     from . import logs
-    from .compat_flags import FlagError, check_fallback, claude_options, concrete_model, normalise_resume
+    from .compat_flags import (
+        FlagError,
+        apply_request_flags,
+        check_fallback,
+        claude_options,
+        concrete_model,
+        normalise_resume,
+    )
     from .wiring import SetupError, build_engine, choose_provider, settings_from
 
     normalise_resume(args)
@@ -152,6 +159,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         fallback = concrete_model(options.fallback_model, config, script) if options.fallback_model else ""
         if fallback:
             check_fallback(fallback, chosen.model, chosen.kind, config.models)
+        apply_request_flags(chosen.provider, chosen.kind, options.request)
     except FlagError as exc:
         raise Refused(str(exc), EXIT_USAGE) from None
     except SetupError as exc:

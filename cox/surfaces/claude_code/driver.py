@@ -63,8 +63,6 @@ class ClaudeDialect:
         from .sdk_mcp import sdk_servers
 
         prep.extra_mcp.update(sdk_servers(prep.flags.sdk_servers if prep.flags is not None else {}, self.outgoing))
-        for flag in getattr(args, "ignored_flags", None) or []:
-            self.err.write(f"cox: warning: {flag} is not supported by this cox yet; ignored\n")
         if streaming:
             self.channel.start(stdin or sys.stdin)
 
