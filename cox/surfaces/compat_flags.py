@@ -181,6 +181,9 @@ def claude_options(args: Any) -> ClaudeOptions:
     for dest, why in REFUSED.items():
         if get(dest) is not None:
             raise FlagError(why)
+    if get("include_hook_events") and get("dialect") != "claude":
+        raise FlagError("--include-hook-events adds Claude Code's hook frames to its stream-json (cox -p … "
+                        "--output-format stream-json); cox run's own events have no hook frames")
     home = "~"
     out.allow = _rules(get("allowed_tools"), "--allowedTools", home)
     out.deny = _rules(get("disallowed_tools"), "--disallowedTools", home)

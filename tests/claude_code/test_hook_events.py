@@ -49,3 +49,8 @@ def test_each_hook_run_is_a_started_and_a_response_frame_the_sdk_reads(rig: Rig)
 def test_without_the_flag_no_hook_frames(rig: Rig) -> None:
     rig.hooks({"PreToolUse": one(rig.script("pre.sh", "exit 0"), "Bash")})
     assert not [f for f in frames(rig) if str(f.get("subtype", "")).startswith("hook_")]
+
+
+def test_cox_s_own_dialect_refuses_the_flag(rig: Rig) -> None:
+    p = rig.cox("run", "-p", "go", "--include-hook-events", "--script", str(rig.tmp / "none.json"))
+    assert p.returncode == 64 and "--include-hook-events adds Claude Code's hook frames" in p.stderr
