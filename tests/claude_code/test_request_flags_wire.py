@@ -101,3 +101,22 @@ def test_what_cannot_be_honoured_is_refused_before_any_request(ws, args, said):
         assert api.requests == []
     assert p.returncode != 0
     assert said in p.stderr + p.stdout, p.stderr
+
+
+def test_openai_responses_takes_effort_and_a_thinking_budget_on_the_main_loop_only():
+    """OpenAI's own Responses API (its host is api.openai.com, so no loopback here): the bodies."""
+    from cox.actors.provider.openai_responses import OpenAIResponsesProvider
+    from cox.protocol.model import ModelRequest
+    from cox.surfaces.compat_flags import FlagError, RequestFlags, apply_request_flags
+
+    def body(flags: RequestFlags, tier: str = "code") -> dict[str, Any]:
+        p = OpenAIResponsesProvider("gpt-5", api_key="sk-test")
+        apply_request_flags(p, "openai", flags)
+        return p.build_body(ModelRequest(model="gpt-5", system=["", "s"], tools=[], messages=[], tier=tier))
+
+    assert body(RequestFlags(effort="low"))["reasoning"]["effort"] == "low"
+    assert body(RequestFlags(thinking_budget=8000))["reasoning"]["effort"] == "high"
+    assert "effort" not in body(RequestFlags(thinking_budget=8000), tier="cheap")["reasoning"]
+    assert body(RequestFlags(thinking="disabled"))["reasoning"]["effort"] == "low"
+    with pytest.raises(FlagError, match="only Anthropic"):
+        body(RequestFlags(task_budget=1000))
