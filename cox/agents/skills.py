@@ -29,9 +29,12 @@ A project's skill files are repository content, so hostile:
   removed (``cox.policy.sanitize``), it is folded to one line (it cannot forge a new list entry or
   heading) and cut to :data:`DESCRIPTION_LIMIT`; the whole list is capped (:data:`LISTING_LIMIT`)
   and the model is told the descriptions are the files' words, not instructions;
-- ``allowed-tools`` never grants (in Claude Code it pre-approves those tools): cox approves
-  nothing for a skill, of any source — every call made while following one goes through the
-  permission engine as any other. It only narrows: the model is told to use no other tool;
+- ``allowed-tools`` of a project's skill never grants (in Claude Code it pre-approves those
+  tools): a cloned repository may not approve calls for the model, as its settings may not, so
+  every call made while following one goes through the permission engine as any other; it only
+  narrows (the model is told to use no other tool). The user's own skill's list is pre-approved
+  for the rest of the turn that loads it (:func:`grants`), as in Claude Code: allow rules for that
+  turn only, below every deny rule and the sandbox;
 - a skill's name is letters, digits, ``-`` and ``_`` only: it is looked up among the skills
   found, never used as a path, so ``../`` cannot reach out of the skills folders;
 - a project's skills folder, skill folder or ``SKILL.md`` that resolves outside the workspace (a
@@ -56,8 +59,8 @@ from cox.slim import dataclass
 
 from .frontmatter import Block, FrontMatterError, Value, split
 
-__all__ = ["DESCRIPTION_LIMIT", "LISTING_LIMIT", "Skill", "SkillError", "Skills", "body", "listing", "load_skills",
-           "render", "support_file", "user_named", "valid_name"]
+__all__ = ["DESCRIPTION_LIMIT", "LISTING_LIMIT", "Skill", "SkillError", "Skills", "body", "grants", "listing",
+           "load_skills", "named_grants", "render", "support_file", "user_named", "valid_name"]
 
 FILE_LIMIT = 1024 * 1024
 """A SKILL.md larger than this is refused (no real one comes close)."""
@@ -90,7 +93,7 @@ class Skill:
     project: bool
     """Found in the workspace (repository content) rather than the user's folders."""
     allowed_tools: tuple[str, ...] = ()
-    """As the file writes them (sanitised); never a grant."""
+    """As the file writes them (sanitised); a grant for the turn only in a user's skill (:func:`grants`)."""
     model_invocable: bool = True
     """False: ``disable-model-invocation: true`` — not listed, the tool refuses it; the person may name it."""
     user_invocable: bool = True
@@ -237,14 +240,34 @@ def render(skill: Skill, instructions: str, args: str = "") -> str:
             f"instructions mention are there (paths are relative to it); read one {how}with the `skill` tool "
             f"({{\"skill\": \"{skill.name}\", \"file\": \"its path in the folder\"}})."]
     if skill.allowed_tools:
-        head.append("While following it, use only these tools: " + ", ".join(skill.allowed_tools)
-                    + ". (This grants nothing: every call is judged by the user's permission rules as usual.)")
+        head.append("While following it, use only these tools: " + ", ".join(skill.allowed_tools) + (
+            ". (This grants nothing: every call is judged by the user's permission rules as usual.)" if not grants(skill)
+            else ". (The user's own skill pre-approves them for this turn; other calls are judged as usual.)"))
     text = instructions
     if args and "$ARGUMENTS" in text:
         text = text.replace("$ARGUMENTS", args)
     elif args:
         text = f"{text}\n\nARGUMENTS: {args}"
     return "\n".join(head) + "\n\n" + text
+
+
+def grants(skill: Skill) -> list[str] | None:
+    """The allow rules a turn that loads ``skill`` gets (``UserTurn.allow``): the user's own skill's
+    ``allowed-tools`` in cox's rule spelling; None for a project's skill (it never grants), for
+    none listed, or for a list that is not all rules (said when the skill is loaded: it narrows)."""
+    if skill.project or not skill.allowed_tools:
+        return None
+    from cox.commands.files import allowed_rules
+
+    rules = allowed_rules(list(skill.allowed_tools))
+    return list(rules) if isinstance(rules, tuple) and rules else None
+
+
+def named_grants(line: str, skills: Skills | None) -> list[str] | None:
+    """:func:`grants` of the skill ``/name args`` names (None: no skill, or it grants nothing)."""
+    typed = re.match(r"/(\S+)", line.strip())
+    skill = skills.by_name.get(typed.group(1)) if skills is not None and typed is not None else None
+    return grants(skill) if skill is not None and skill.user_invocable else None
 
 
 def user_named(line: str, skills: Skills | None) -> tuple[str | None, str | None]:

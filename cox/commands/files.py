@@ -7,7 +7,8 @@ sub-folder gets the folder as its namespace (``frontend/component.md`` is
 ``/frontend:component``). Front matter is optional and read by cox's strict reader
 (:mod:`cox.agents.frontmatter`): ``description``, ``argument-hint``, ``allowed-tools``, ``model``.
 
-Who wins a name: a built-in command always; then the user's own files over a repository's
+Who wins a name: a built-in command always; then a skill of that name, as in Claude Code; then
+the user's own files over a repository's
 (a cloned repository must not put its prompt behind a name the person typed for their own),
 and within one owner cox's folder over Claude's. What loses is listed with the reason, as is a
 file that cannot be read or parsed, a repository's file that resolves outside the workspace
@@ -25,7 +26,7 @@ from typing import Any, Literal
 
 from cox.slim import dataclass
 
-__all__ = ["BUILTIN", "RESERVED", "Catalog", "Command", "Skipped", "load_commands"]
+__all__ = ["BUILTIN", "RESERVED", "Catalog", "Command", "Skipped", "allowed_rules", "load_commands"]
 
 BUILTIN = ("mode", "compact", "rewind", "model", "cost", "agents", "init", "clear", "help", "quit")
 """The built-in slash commands, as the TUI completes them (``cox.surfaces.tui.app.COMMANDS``)."""
@@ -49,7 +50,8 @@ def _quoted_hint(m: re.Match[str]) -> str:
 @dataclass(frozen=True, slots=True)
 class Command:
     """One custom command. ``allowed_tools``: the front matter's list in cox's rule spelling
-    (None: not given). ``source``: where it came from, as ``cox ext list`` shows it."""
+    (None: not given); a user's own command pre-approves them for the turn it starts
+    (:attr:`grants`). ``source``: where it came from, as ``cox ext list`` shows it."""
 
     name: str
     description: str
@@ -62,6 +64,13 @@ class Command:
     path: Path | None = None
     prompt: Any = None
     """An MCP prompt's (server, name, argument names); None for a file's command."""
+
+    @property
+    def grants(self) -> list[str] | None:
+        """What the turn this command starts pre-approves: the ``allowed-tools`` of the person's
+        own file, as in Claude Code. A repository's file only narrows (its ``!`…``` lines), never
+        grants: a cloned repository may not approve calls for the model, as its settings may not."""
+        return list(self.allowed_tools) if self.scope == "user" and self.allowed_tools else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +85,15 @@ class Catalog:
     commands: dict[str, Command] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
 
-    def add(self, command: Command, reserved: Iterable[str] = ()) -> None:
+    def add(self, command: Command, reserved: Iterable[str] = (), skills: Mapping[str, str] | None = None) -> None:
+        """Adds ``command`` unless a built-in, a skill (``skills``: name → its file; a skill wins a
+        shared name, as in Claude Code) or an earlier command has its name."""
         if command.name in set(reserved):
             self.skipped.append(Skipped(command.name, command.source, f"/{command.name} is a built-in command"))
+        elif skills and command.name in skills:
+            self.skipped.append(Skipped(command.name, command.source,
+                                        f"the skill {command.name!r} ({skills[command.name]}) has this name, "
+                                        "and a skill wins"))
         elif command.name in self.commands:
             first = self.commands[command.name]
             self.skipped.append(Skipped(command.name, command.source,
@@ -101,10 +116,11 @@ def folders(cwd: Path, home: Path, cox_home: Path, env: Mapping[str, str]) -> li
 
 def load_commands(cwd: Path, *, home: Path | None = None, cox_home: Path | None = None,
                   env: Mapping[str, str] | None = None, reserved: Iterable[str] = RESERVED,
-                  reads: Any = None) -> Catalog:
+                  reads: Any = None, skills: Mapping[str, str] | None = None) -> Catalog:
     """Every command file of the user and of the workspace (see the module's docstring).
     ``reads``: the session's Read deny rules (``Engine.read_guard``): a file they cover is
-    skipped, since its text would go to the model."""
+    skipped, since its text would go to the model. ``skills``: the skills the person may start
+    (name → file): a command of the same name is skipped, since the skill wins."""
     env = os.environ if env is None else env
     home = home or Path.home()
     if cox_home is None:
@@ -119,7 +135,7 @@ def load_commands(cwd: Path, *, home: Path | None = None, cox_home: Path | None 
             if isinstance(got, Skipped):
                 catalog.skipped.append(got)
             else:
-                catalog.add(got, reserved)
+                catalog.add(got, reserved, skills)
     return catalog
 
 
@@ -172,7 +188,7 @@ def read_command(path: Path, folder: Path, scope: Scope, *, inside: Path | None 
     allowed = fields.get("allowed-tools")
     tools: tuple[str, ...] | None = None
     if allowed is not None:
-        got = _rules(allowed)
+        got = allowed_rules(allowed)
         if isinstance(got, str):
             return Skipped(name, source, got)
         tools = got
@@ -191,7 +207,7 @@ def _first_line(body: str) -> str:
     return line if len(line) <= 80 else line[:79] + "…"
 
 
-def _rules(value: Any) -> tuple[str, ...] | str:
+def allowed_rules(value: Any) -> tuple[str, ...] | str:
     """``allowed-tools`` (``Bash(git add:*), Read`` or a list) in cox's rule spelling, or why not."""
     from cox.config.claude import translate
     from cox.policy.rules import parse_rule

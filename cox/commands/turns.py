@@ -6,12 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .expand import CommandError, expand, parse_line
 from .files import RESERVED, Catalog, Command
 
-__all__ = ["CommandError", "SessionCommands", "open_commands"]
+__all__ = ["CommandError", "Expanded", "SessionCommands", "open_commands"]
+
+
+class Expanded(NamedTuple):
+    """A typed ``/name args`` made a turn: its text, the model the front matter names (a surface
+    switches to it first, as ``/model NAME`` does) and the allow rules the turn pre-approves
+    (``UserTurn.allow``; None: none)."""
+
+    text: str
+    model: str | None = None
+    allow: list[str] | None = None
 
 
 class SessionCommands:
@@ -51,9 +61,8 @@ class SessionCommands:
         got = self.expand(line)
         return got[0] if got is not None else None
 
-    def expand(self, line: str) -> tuple[str, str | None] | None:
-        """(the user turn, the model the command's front matter names or None) for ``line``; a
-        surface switches the session to that model first, as ``/model NAME`` does."""
+    def expand(self, line: str) -> Expanded | None:
+        """The turn for ``line`` (:class:`Expanded`), None when it names no command."""
         parsed = parse_line(line)
         if parsed is None:
             return None
@@ -61,7 +70,7 @@ class SessionCommands:
         if name == "init":
             from .init import init_prompt
 
-            return init_prompt(self.cwd), None
+            return Expanded(init_prompt(self.cwd))
         command = self.catalog.commands.get(name)
         if command is None and name.startswith("mcp__") and self.prompts is not None:
             command = self.prompts.resolve(name)
@@ -71,19 +80,23 @@ class SessionCommands:
             if self.prompts is None:
                 raise CommandError(f"/{name}: its MCP server is not available in this session")
             text: str = self.prompts(command, arguments)
-            return text, None
-        return expand(command, arguments, self.run), command.model
+            return Expanded(text)
+        return Expanded(expand(command, arguments, self.run), command.model, command.grants)
 
 
 def open_commands(cwd: Path, settings: Any, engine: Any, tools: dict[str, Any], *, ask: Any = None,
-                  mcp: Any = None, hooks: Any = None, reserved: Iterable[str] = RESERVED) -> SessionCommands:
+                  mcp: Any = None, hooks: Any = None, reserved: Iterable[str] = RESERVED,
+                  skills: Any = None) -> SessionCommands:
     """The session's commands: its command files, its MCP servers' prompts, and a runner for
-    ``!`…``` lines bound to its bash tool, engine and settings."""
+    ``!`…``` lines bound to its bash tool, engine and settings. ``skills`` (``cox.agents.skills``):
+    a command a skill the person may start shares a name with is skipped (the skill wins)."""
     from .bang import BangRunner
     from .files import load_commands
 
     reads = engine.read_guard() if hasattr(engine, "read_guard") else None
-    catalog = load_commands(cwd, home=settings.home, cox_home=settings.cox_home, reserved=reserved, reads=reads)
+    named = {s.name: str(s.path) for s in skills.by_name.values() if s.user_invocable} if skills is not None else None
+    catalog = load_commands(cwd, home=settings.home, cox_home=settings.cox_home, reserved=reserved, reads=reads,
+                            skills=named)
     prompts = None
     if mcp is not None:
         from .mcp_prompts import PromptGetter

@@ -65,6 +65,9 @@ class SessionHooks:
     wrap: Wrap | None = None
     sandbox: HookSandbox | None = None
     """The session's one hook sandbox (``zygote.py``), when hooks are sandboxed; else each runs alone."""
+    observe: Any = None
+    """Told of each hook as it runs (Claude Code's ``--include-hook-events``): ``observe.started(point,
+    spec, names)`` returns a token, ``observe.ended(token, outcome)`` follows; None: nobody asks."""
     stop_continues: int = field(default=0, init=False)
     # SubagentStop's "continue"s in a row, by agent id: each child's own guard (children share these hooks)
     agent_continues: dict[str, int] = field(default_factory=dict, init=False)
@@ -77,7 +80,7 @@ class SessionHooks:
             return None
         data = self._input(point, payload)
         stdin = json.dumps(data, ensure_ascii=False, default=str).encode()
-        outcomes = self._run_all(chosen, stdin, payload.get("scope"), point)
+        outcomes = self._run_all(chosen, stdin, payload.get("scope"), point, self._names(point, payload))
         reply = merge([interpret(spec, outcome) for spec, outcome in zip(chosen, outcomes, strict=True)])
         if reply is None:
             if point == "SubagentStop":
@@ -110,13 +113,16 @@ class SessionHooks:
             return
         self.agent_continues[agent] = count
 
-    def _chosen(self, point: str, payload: dict[str, Any]) -> list[HookSpec]:
+    def _names(self, point: str, payload: dict[str, Any]) -> tuple[str, ...] | None:
+        """What the event's matchers are matched against (None: the event has no matcher)."""
         if point in TOOL_EVENTS:
-            names = tool_names(str(payload.get("tool", "")), payload.get("input") or {})
-        elif point in MATCH_KEY:
-            names = (str(payload.get(MATCH_KEY[point], "")),)
-        else:
-            names = None
+            return tool_names(str(payload.get("tool", "")), payload.get("input") or {})
+        if point in MATCH_KEY:
+            return (str(payload.get(MATCH_KEY[point], "")),)
+        return None
+
+    def _chosen(self, point: str, payload: dict[str, Any]) -> list[HookSpec]:
+        names = self._names(point, payload)
         chosen: list[HookSpec] = []
         seen: set[str] = set()
         for spec in self.specs:
@@ -127,11 +133,21 @@ class SessionHooks:
                 chosen.append(spec)
         return chosen
 
-    def _run_all(self, chosen: list[HookSpec], stdin: bytes, scope: Any, point: str) -> list[Outcome]:
+    def _run_all(self, chosen: list[HookSpec], stdin: bytes, scope: Any, point: str,
+                 names: tuple[str, ...] | None = None) -> list[Outcome]:
         env = {**self.env, "CLAUDE_PROJECT_DIR": str(self.cwd), "COX_PROJECT_DIR": str(self.cwd),
                "COX_SESSION_ID": self.session_id}
 
         def one(spec: HookSpec) -> Outcome:
+            observe = self.observe
+            if observe is None:
+                return run(spec)
+            token = observe.started(point, spec, names)
+            outcome = run(spec)
+            observe.ended(token, outcome)
+            return outcome
+
+        def run(spec: HookSpec) -> Outcome:
             timeout = min(spec.timeout_s, SESSION_END_S) if point == "SessionEnd" else spec.timeout_s
             if self.sandbox is not None:
                 outcome = self.sandbox.run(spec.command, stdin, cwd=self.cwd, env=env, timeout_s=timeout, cancel=scope)

@@ -5,7 +5,10 @@ once. :meth:`Engine.decide` walks the spec's order and stops at the first step t
 
 1. deny rules (a deny can never be turned into anything else by a later step or another rule);
 2. modes: ``bypassPermissions`` allows, ``plan`` denies every call that is not ReadOnly;
-3. allow rules; 4. ask rules; 5. session grants;
+3. allow rules; 4. ask rules; 5. session grants, and the turn's own allow rules (``turn_allow``:
+   the ``allowed-tools`` of the person's command or skill that started the turn, which pre-approve
+   what they cover for that turn only, as in Claude Code; they never cover a read Read deny rules
+   protect, nor lift an ask rule's question);
 6. the risk default: ReadOnly runs, Write runs in ``acceptEdits`` (unless the sandbox is
    read-only), everything else asks;
 7. ``dontAsk`` mode (Claude Code's) and the approval policy ``never`` (headless): an ask
@@ -44,6 +47,7 @@ __all__ = ["DEFAULT_DENY", "Engine", "Outcome", "RuleError"]
 Kind = Literal["allow", "ask", "deny"]
 Step = Literal["deny-rule", "mode", "allow-rule", "ask-rule", "grant", "risk", "approval-policy", "dont-ask"]
 _GRANT_ORIGIN = "a session grant"
+_TURN_ORIGIN = "this turn's allowed-tools"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ class Engine:
         self.roots = tuple(roots)
         self._buckets: dict[tuple[str, str], tuple[Rule, ...]] = {}
         self._grant_cache: dict[str, tuple[str, str | Rule]] = {}
+        self._turn_cache: dict[str, Rule | None] = {}
         self._reads: ReadGuard | None = None
 
     @classmethod
@@ -106,13 +111,16 @@ class Engine:
 
     def decide(self, call: ToolCall, mode: PermissionMode | None = None,
                approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST,
-               sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE, grants: Sequence[str] = ()) -> Outcome:
-        """Allow, ask or deny ``call``, with a reason a person can read."""
+               sandbox_mode: SandboxMode = SandboxMode.WORKSPACE_WRITE, grants: Sequence[str] = (),
+               turn_allow: Sequence[str] = ()) -> Outcome:
+        """Allow, ask or deny ``call``, with a reason a person can read. ``turn_allow``: allow rules
+        in force for the current turn only (step 5)."""
         mode = PermissionMode(mode) if mode is not None else self.mode
+        turn = self._turn_rules(turn_allow)
         if call.name == "bash":
-            out = self._bash(call, mode, sandbox_mode, grants)
+            out = self._bash(call, mode, sandbox_mode, grants, turn)
         else:
-            out = self._tool(call, mode, sandbox_mode, grants)
+            out = self._tool(call, mode, sandbox_mode, grants, turn)
         if out.kind == "ask" and mode is PermissionMode.DONT_ASK:
             return Outcome("deny", f"it needs approval and dontAsk mode denies what would ask ({out.reason})",
                            out.rule, out.origin, "dont-ask", out.rules)
@@ -159,7 +167,8 @@ class Engine:
 
     # --- non-bash tools --------------------------------------------------------------------
 
-    def _tool(self, call: ToolCall, mode: PermissionMode, sandbox: SandboxMode, grants: Sequence[str]) -> Outcome:
+    def _tool(self, call: ToolCall, mode: PermissionMode, sandbox: SandboxMode, grants: Sequence[str],
+              turn: Sequence[Rule] = ()) -> Outcome:
         tool = call.name
         is_path = bool(rule_names_for(tool) & PATH_RULES)
         subject = self._path(call.subject) if is_path else call.subject
@@ -186,6 +195,10 @@ class Engine:
             if r.applies_to(tool) and r.matches(subject):
                 return Outcome("allow", f"allowed for this session ({r.text} was approved earlier)",
                                None, _GRANT_ORIGIN, "grant")
+        for r in turn:
+            if r.applies_to(tool) and r.matches(subject):
+                return Outcome("allow", f"allowed for this turn by {r.text} (the allowed-tools of the command or "
+                               "skill that started it)", r.text, _TURN_ORIGIN, "grant", (r.text,))
         return _by_risk(call.risk, mode, sandbox, _what(call.risk, tool, call.subject))
 
     def _mode(self, mode: PermissionMode, risk: Risk, cloud: bool = False) -> Outcome | None:
@@ -199,7 +212,8 @@ class Engine:
 
     # --- bash --------------------------------------------------------------------------------
 
-    def _bash(self, call: ToolCall, mode: PermissionMode, sandbox: SandboxMode, grants: Sequence[str]) -> Outcome:
+    def _bash(self, call: ToolCall, mode: PermissionMode, sandbox: SandboxMode, grants: Sequence[str],
+              turn: Sequence[Rule] = ()) -> Outcome:
         line = self._line(call)
         sp = split(line)
         extras: list[str] = []
@@ -239,6 +253,13 @@ class Engine:
         if line.strip() in g.lines:
             return Outcome("allow", "allowed for this session (this exact line was approved earlier)",
                            None, _GRANT_ORIGIN, "grant")
+        turn = [r for r in turn if r.applies_to("bash")]
+        whole = next((r for r in turn if r.matches_line(line)), None) if not secret else None
+        covered = None if opaque or not turn else _cover(sp, [*allow, *turn], g.commands, secret, strict=turn)
+        if whole is not None or covered is not None:
+            used = (whole.text,) if whole is not None else tuple(dict.fromkeys(r.text for r in covered[0]))  # type: ignore[index]
+            return Outcome("allow", f"allowed for this turn by {', '.join(used)} (the allowed-tools of the command "
+                           "or skill that started it)", used[0], _TURN_ORIGIN, "grant", used)
         if risk is Risk.READ_ONLY and not secret:
             return Outcome("allow", "every command is read-only", step="risk")
         if secret:
@@ -298,6 +319,20 @@ class Engine:
                 out.lines.add(text.strip())
         return out
 
+    def _turn_rules(self, texts: Sequence[str]) -> list[Rule]:
+        """The turn's allow rules, parsed once each; one that is not a rule allows nothing."""
+        out: list[Rule] = []
+        for text in texts:
+            if text not in self._turn_cache:
+                try:
+                    self._turn_cache[text] = parse_rule(text, _TURN_ORIGIN, home=self.home, roots=self.roots)
+                except RuleError:
+                    self._turn_cache[text] = None
+            rule = self._turn_cache[text]
+            if rule is not None and rule.tool != CLOUD_AGENT:
+                out.append(rule)
+        return out
+
     def _parse_grant(self, text: str) -> tuple[str, str | Rule]:
         """A grant is a bash command (``npm test``), ``Bash(npm test)``, or a rule naming another
         tool's exact subject (``Edit(/repo/a.py)``, ``mcp__s__t``)."""
@@ -334,15 +369,16 @@ def _first_match(rules: Sequence[Rule], line: str, sp: Split, extras: Sequence[s
 
 
 def _cover(sp: Split, rules: Sequence[Rule], granted: frozenset[str] | set[str],
-           secret: Mapping[str, object]) -> tuple[list[Rule], list[str]] | None:
+           secret: Mapping[str, object], strict: Sequence[Rule] = ()) -> tuple[list[Rule], list[str]] | None:
     """Rules and grants that cover every command of a non-opaque line (read-only commands need
-    neither, unless they read a denied path), or None. At least one rule or grant must take part."""
+    neither, unless they read a denied path), or None. At least one rule or grant must take part.
+    A ``strict`` rule never covers a command that may read a denied path."""
     if not sp.commands:
         return None
     used_rules: list[Rule] = []
     used_grants: list[str] = []
     for c in sp.commands:
-        r = next((r for r in rules if r.covers(c.text)), None)
+        r = next((r for r in rules if r.covers(c.text) and not (c.text in secret and r in strict)), None)
         if r is not None:
             used_rules.append(r)
         elif c.text in granted:

@@ -32,6 +32,11 @@ class UserTurn(Record):
     type: Literal["user_turn"] = "user_turn"
     text: str
     images: list[dict[str, Any]] | None = None
+    allow: list[str] | None = field(default=None, internal=True)
+    """Allow rules (cox's spelling) in force for the turn this message starts, and only that turn:
+    the ``allowed-tools`` of the person's own command or skill, set by the surface that expanded
+    it. Internal: never read from a wire (a stdin line cannot pre-approve anything) nor written
+    out. A message that arrives while a turn runs (it steers that turn) grants nothing."""
 
 
 @record

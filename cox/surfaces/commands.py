@@ -88,7 +88,14 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
     from cox.config import ConfigError
 
     from . import logs
-    from .compat_flags import FlagError, check_fallback, claude_options, concrete_model, normalise_resume
+    from .compat_flags import (
+        FlagError,
+        apply_request_flags,
+        check_fallback,
+        claude_options,
+        concrete_model,
+        normalise_resume,
+    )
     from .wiring import SetupError, build_engine, choose_provider, settings_from
 
     normalise_resume(args)
@@ -152,6 +159,7 @@ def prepare(args: Any, *, approval_default: str, headless: bool = False) -> Prep
         fallback = concrete_model(options.fallback_model, config, script) if options.fallback_model else ""
         if fallback:
             check_fallback(fallback, chosen.model, chosen.kind, config.models)
+        apply_request_flags(chosen.provider, chosen.kind, options.request)
     except FlagError as exc:
         raise Refused(str(exc), EXIT_USAGE) from None
     except SetupError as exc:
@@ -416,8 +424,9 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
         commands = None
         if dialect is not None or args.input_format == "stream-json" or (prompt or "").lstrip().startswith("/"):
             commands = session_commands(prep, tools, hooks)  # -p "/name", stdin's "/name" lines, the listings
+        allow = None
         if prompt is not None and prompt.lstrip().startswith("/"):
-            prompt, model = slash_turn(prompt, commands, prep)
+            prompt, model, allow = slash_turn(prompt, commands, prep)
         if dialect is not None:
             dialect.set_commands(commands, prep.skills)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
@@ -439,7 +448,8 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
     return headless.run(handle, prompt, fmt=args.output_format, input_format=args.input_format,
                         verbose=args.verbose, stopper=stopper,
                         explain=lambda: home_problem(home, deep=True), dialect=dialect,
-                        structured=prep.structured, final=getattr(args, "final", None), slash=slash)
+                        structured=prep.structured, final=getattr(args, "final", None), slash=slash,
+                        allow=allow)
 
 
 def _stdin_slash(commands: Any, prep: Prepared, *, keep_model: bool) -> Any:
@@ -447,12 +457,12 @@ def _stdin_slash(commands: Any, prep: Prepared, *, keep_model: bool) -> Any:
     one that cannot be is ``headless.TurnRefused``: that turn's error result, and the run goes on."""
     from .headless import TurnRefused
 
-    def expand(line: str) -> tuple[str, str | None]:
+    def expand(line: str) -> Any:
         try:
-            text, model = slash_turn(line, commands, prep)
+            got = slash_turn(line, commands, prep)
         except Refused as exc:
             raise TurnRefused(str(exc), "usage" if exc.code == EXIT_USAGE else "error") from None
-        return text, None if keep_model else model
+        return got._replace(model=None) if keep_model else got
 
     return expand
 
@@ -462,7 +472,8 @@ def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = No
     ``!`…``` line that needs approval is refused until a surface sets its runner's ``ask``."""
     from cox.commands.turns import open_commands
 
-    commands = open_commands(prep.cwd, prep.settings, prep.engine, tools, mcp=prep.mcp, hooks=hooks)
+    commands = open_commands(prep.cwd, prep.settings, prep.engine, tools, mcp=prep.mcp, hooks=hooks,
+                             skills=getattr(prep, "skills", None))
     from cox.policy.sanitize import sanitize
 
     for skipped in commands.catalog.skipped:  # as the config's: on stderr, and among the TUI's first notices
@@ -472,21 +483,25 @@ def session_commands(prep: Prepared, tools: dict[str, BaseTool], hooks: Any = No
     return commands
 
 
-def slash_turn(line: str, commands: Any, prep: Prepared) -> tuple[str, str | None]:
-    """``/name args`` typed for a headless run (``-p``, or a line on stdin): (the user turn, the
-    model the command's front matter names or None). A custom command, an MCP prompt or ``/init``
-    (``commands``: ``session_commands``), else a skill (``named_skill``); a line that names none
-    goes to the model as typed. One that cannot be expanded raises ``Refused``: a ``-p`` run is
+def slash_turn(line: str, commands: Any, prep: Prepared) -> Any:
+    """``/name args`` typed for a headless run (``-p``, or a line on stdin): its
+    ``cox.commands.turns.Expanded`` (the user turn, the model the command's front matter names,
+    the allow rules the turn pre-approves). A custom command, an MCP prompt or ``/init``
+    (``commands``: ``session_commands``; a command a skill shares a name with is not among them),
+    else a skill (``named_skill``); a line that names none goes to the model as typed. One that cannot be expanded raises ``Refused``: a ``-p`` run is
     refused, a stdin line's turn ends in that error."""
+    from cox.agents.skills import named_grants
     from cox.commands.expand import CommandError
+    from cox.commands.turns import Expanded
 
     try:
         got = commands.expand(line)
     except CommandError as exc:
         raise Refused(f"the command was not sent: {exc}") from None
     if got is not None:
-        return got[0], got[1]
-    return named_skill(line, prep) or line, None
+        return got
+    text = named_skill(line, prep)
+    return Expanded(text, None, named_grants(line, prep.skills)) if text is not None and text != line else Expanded(line)
 
 
 def store_ready(app: Any) -> None:

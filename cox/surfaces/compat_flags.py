@@ -18,7 +18,17 @@ What they become:
 - ``--model`` aliases (``sonnet``, ``opus``, ``haiku``, ``opus-4-1`` …): the catalog's model on
   the provider that has a key (:func:`cox.actors.provider.catalog.resolve_alias`);
 - ``-r`` without an id: the latest session in this workspace (``--continue``);
-  ``--session-id``: the new session's id (a fork's, with ``--fork-session``).
+  ``--session-id``: the new session's id (a fork's, with ``--fork-session``);
+- ``--system-prompt-file`` / ``--append-system-prompt-file``: the same from a file;
+- the request's knobs, on the main loop's requests (:func:`apply_request_flags`): ``--effort``
+  (Anthropic's ``output_config.effort``; OpenAI's reasoning effort), ``--max-thinking-tokens``
+  (a thinking budget; 0 is no thinking), ``--thinking adaptive|enabled|disabled``,
+  ``--thinking-display``, ``--task-budget`` (``output_config.task_budget`` with its beta) and
+  ``--betas`` (the ``anthropic-beta`` header); a knob the session's provider has no field for is
+  refused at start-up, never dropped;
+- ``--include-hook-events``: hook lifecycle frames in Claude Code's stream (``claude_code``);
+- what cox cannot do (:data:`REFUSED`: ``--plugin-dir``, ``--resume-session-at``,
+  ``--resume-drops-turn``, ``--session-mirror``) is refused with what to do instead.
 """
 
 from __future__ import annotations
@@ -37,6 +47,22 @@ if TYPE_CHECKING:
     from .structured import StructuredAnswer
 
 DEFAULT_TOOLS = "default"
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+OPENAI_EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
+"""Claude Code's effort levels as OpenAI's reasoning efforts (``max`` is OpenAI's top one)."""
+
+REFUSED: dict[str, str] = {
+    "plugin_dir": "--plugin-dir: cox does not load Claude Code plugins; put the plugin's commands, skills and "
+                  "agents under .claude/ (or ~/.claude/), its MCP servers in --mcp-config, and its hooks in "
+                  "settings, where cox reads them",
+    "resume_session_at": "--resume-session-at: cox resumes a whole session; resume it (--resume ID), then "
+                         "rewind to a turn (the SDK's rewind_files, or /rewind N)",
+    "resume_drops_turn": "--resume-drops-turn: cox resumes a whole session; resume it (--resume ID), then "
+                         "rewind the last turn (/rewind N)",
+    "session_mirror": "--session-mirror: cox keeps its own transcript (its rollout, `cox sessions`) and cannot "
+                      "mirror it to an SDK session store; run without session_store",
+}
+"""Claude Code's flags cox cannot honour, each with what to do instead (a usage error)."""
 
 
 class FlagError(ValueError):
@@ -85,6 +111,26 @@ def add_claude_flags(parser: argparse.ArgumentParser) -> None:
     add("--fork-session", dest="fork_session", action="store_true",
         help="with --resume/--continue: continue a copy under a new session id")
     add("--verbose", action="store_true", help=VERBOSE_HELP)
+    add("--system-prompt-file", dest="system_prompt_file", metavar="FILE",
+        help="--system-prompt, read from FILE")
+    add("--append-system-prompt-file", dest="append_system_prompt_file", metavar="FILE",
+        help="--append-system-prompt, read from FILE")
+    add("--effort", dest="effort", choices=EFFORTS,
+        help="how much effort the model spends (Anthropic's output_config.effort, OpenAI's reasoning effort)")
+    add("--max-thinking-tokens", dest="max_thinking_tokens", metavar="N",
+        help="a thinking budget for each request of the main loop (0: no thinking)")
+    add("--thinking", dest="thinking", choices=("adaptive", "enabled", "disabled"),
+        help="adaptive: the model decides how much to think; disabled: no thinking")
+    add("--thinking-display", dest="thinking_display", choices=("summarized", "omitted"),
+        help="how the model's thinking is returned (Anthropic)")
+    add("--task-budget", dest="task_budget", metavar="TOKENS",
+        help="an advisory token budget for the whole agentic loop (Anthropic's task budgets beta)")
+    add("--betas", dest="betas", action="append", nargs="+", metavar="BETA",
+        help="Anthropic API beta headers to send (comma- or space-separated)")
+    add("--include-hook-events", dest="include_hook_events", action="store_true",
+        help="stream-json in Claude Code's dialect: also each hook's system/hook_started and hook_response")
+    for dest in REFUSED:
+        add("--" + dest.replace("_", "-"), dest=dest, nargs="?", const="", metavar="VALUE", help=argparse.SUPPRESS)
 
 
 @dataclass
@@ -102,6 +148,27 @@ class ClaudeOptions:
     structured: StructuredAnswer | None = None
     fallback_model: str = ""
     session_id: str | None = None
+    request: RequestFlags = field(default_factory=lambda: RequestFlags())
+    """The request's knobs (:func:`apply_request_flags`)."""
+
+
+@dataclass
+class RequestFlags:
+    """``--effort``, the thinking flags, ``--task-budget`` and ``--betas`` as checked values."""
+
+    effort: str | None = None
+    thinking_budget: int | None = None
+    """``--max-thinking-tokens`` (0: thinking off)."""
+    thinking: str | None = None
+    thinking_display: str | None = None
+    task_budget: int | None = None
+    betas: list[str] = field(default_factory=list)
+
+    def given(self) -> list[str]:
+        """The flags given, as they were spelled (for a refusal that names them)."""
+        names = {"effort": "--effort", "thinking_budget": "--max-thinking-tokens", "thinking": "--thinking",
+                 "thinking_display": "--thinking-display", "task_budget": "--task-budget", "betas": "--betas"}
+        return [flag for key, flag in names.items() if getattr(self, key) not in (None, [])]
 
 
 def claude_options(args: Any) -> ClaudeOptions:
@@ -111,6 +178,12 @@ def claude_options(args: Any) -> ClaudeOptions:
         return getattr(args, name, None)
 
     out = ClaudeOptions()
+    for dest, why in REFUSED.items():
+        if get(dest) is not None:
+            raise FlagError(why)
+    if get("include_hook_events") and get("dialect") != "claude":
+        raise FlagError("--include-hook-events adds Claude Code's hook frames to its stream-json (cox -p … "
+                        "--output-format stream-json); cox run's own events have no hook frames")
     home = "~"
     out.allow = _rules(get("allowed_tools"), "--allowedTools", home)
     out.deny = _rules(get("disallowed_tools"), "--disallowedTools", home)
@@ -130,8 +203,8 @@ def claude_options(args: Any) -> ClaudeOptions:
     budget = get("max_budget_usd")
     if budget is not None:
         out.flags["budget.session_usd"] = _dollars(budget)
-    out.system_prompt = get("system_prompt") or ""
-    appended = [get("append_system_prompt") or ""]
+    out.system_prompt = _text_or_file(get("system_prompt"), get("system_prompt_file"), "--system-prompt")
+    appended = [_text_or_file(get("append_system_prompt"), get("append_system_prompt_file"), "--append-system-prompt")]
     schema = get("json_schema")
     if schema is not None:
         from .structured import SchemaError, StructuredAnswer
@@ -146,6 +219,7 @@ def claude_options(args: Any) -> ClaudeOptions:
     if get("fallback_model") is not None and not fallback:
         raise FlagError("--fallback-model is empty; name the model to go on with when the main one is unavailable")
     out.fallback_model = fallback
+    out.request = _request_flags(get)
     out.session_id = _session_id(get("session_id"))
     if out.session_id is not None and (get("resume") or get("continue_")) and not get("fork_session"):
         raise FlagError("--session-id names a new session; with --resume/--continue it needs --fork-session "
@@ -192,6 +266,42 @@ def check_fallback(fallback: str, main: str, provider_kind: str, overrides: Mapp
     if provider_kind in ("anthropic", "openai") and (family == "anthropic") != (provider_kind == "anthropic"):
         raise FlagError(f"--fallback-model {fallback} is not served by this session's provider ({provider_kind}); "
                         f"name a model of {provider_kind}")
+
+
+def apply_request_flags(provider: Any, kind: str, flags: RequestFlags) -> None:
+    """Set the request's knobs on the session's provider (``kind``: anthropic, openai, openai-chat,
+    scripted; see the module's docstring); raises :class:`FlagError` for one its wire has no field
+    for. The scripted model plays any request."""
+    if kind == "scripted" or not flags.given():
+        return
+    if kind == "anthropic":
+        if flags.effort:
+            provider.effort = "max" if flags.effort == "xhigh" else flags.effort
+        if flags.thinking == "disabled" or flags.thinking_budget == 0:
+            provider.thinking_off = True
+        elif flags.thinking_budget:
+            provider.thinking_budget = flags.thinking_budget
+        elif flags.thinking in ("adaptive", "enabled"):
+            provider.thinking = True
+        provider.thinking_display = flags.thinking_display
+        provider.task_budget = flags.task_budget
+        provider.betas = tuple(flags.betas)
+        return
+    anthropic_only = [f for f in ("--thinking-display", "--task-budget", "--betas") if f in flags.given()]
+    if anthropic_only:
+        raise FlagError(f"{', '.join(anthropic_only)}: only Anthropic's API takes this, and this session's provider "
+                        f"is {kind}; leave it out, or use a Claude model with an Anthropic key")
+    effort = OPENAI_EFFORT[flags.effort] if flags.effort else None
+    if flags.thinking == "disabled" or flags.thinking_budget == 0:
+        effort = effort or "low"  # OpenAI's reasoning models always reason: the least there is
+    if kind == "openai":
+        provider.reasoning_effort = effort
+        if flags.thinking_budget:
+            provider.thinking_budget = flags.thinking_budget
+    elif kind == "openai-chat":
+        provider.reasoning_effort = effort or ("high" if flags.thinking_budget else None)
+    else:
+        raise FlagError(f"{', '.join(flags.given())}: the {kind} provider takes no reasoning settings; leave them out")
 
 
 def offered_tools(tools: dict[str, Any], offered: frozenset[str] | None) -> dict[str, Any]:
@@ -263,6 +373,51 @@ def _offered(values: Sequence[Sequence[str]] | None) -> frozenset[str] | None:
                             f"{', '.join(sorted(COX_NAME))}, or cox's {', '.join(sorted(known))}")
         out.update(agents if cox in agents else {cox})
     return frozenset(out)
+
+
+def _text_or_file(text: str | None, path: str | None, flag: str) -> str:
+    """``--X TEXT`` or ``--X-file FILE`` (not both): the text, or the file's (UTF-8, at most 1 MB)."""
+    if path is None:
+        return text or ""
+    if text:
+        raise FlagError(f"{flag} and {flag}-file both give it; pass one")
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as fh:
+            got = fh.read(1_000_001)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlagError(f"{flag}-file {path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
+                        "pass a readable UTF-8 text file") from None
+    if len(got) > 1_000_000:
+        raise FlagError(f"{flag}-file {path} is over 1 MB; a system prompt that long would not fit a request")
+    return got
+
+
+def _count(text: Any, flag: str, *, zero: bool) -> int:
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        raise FlagError(f"{flag} wants a whole number of tokens, got {text!r}") from None
+    if n < 0 or (n == 0 and not zero):
+        raise FlagError(f"{flag} must be more than 0, got {text!r}")
+    return n
+
+
+def _request_flags(get: Any) -> RequestFlags:
+    out = RequestFlags(effort=get("effort"), thinking=get("thinking"), thinking_display=get("thinking_display"))
+    if get("max_thinking_tokens") is not None:
+        out.thinking_budget = _count(get("max_thinking_tokens"), "--max-thinking-tokens", zero=True)
+    if out.thinking == "disabled" and out.thinking_budget:
+        raise FlagError("--thinking disabled contradicts --max-thinking-tokens; pass one of them")
+    if get("task_budget") is not None:
+        out.task_budget = _count(get("task_budget"), "--task-budget", zero=False)
+    betas = _split(get("betas"))
+    if get("betas") is not None and not betas:
+        raise FlagError("--betas names no beta; pass names such as context-1m-2025-08-07")
+    for beta in betas:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", beta):
+            raise FlagError(f"--betas {beta!r} is not a beta name (letters, digits, '.', '_' and '-')")
+    out.betas = list(dict.fromkeys(betas))
+    return out
 
 
 def _dollars(text: Any) -> float:

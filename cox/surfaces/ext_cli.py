@@ -92,14 +92,15 @@ def run(args: argparse.Namespace) -> int:
 def _print_skills(cwd: Path, home: Path) -> None:
     """The skills (``cox.agents.skills``): each with who may start it, the tools it names, its
     source, and what was skipped and why."""
-    from cox.agents.skills import load_skills
+    from cox.agents.skills import grants, load_skills
 
     skills = load_skills(cwd, Path.home(), cox_home=home)
     print("skills (names and descriptions sent to the model; a body only when loaded):")
     for name, skill in sorted(skills.by_name.items()):
         who = {(True, True): "", (False, True): f" (you only, as /{name})", (True, False): " (the model only)",
                (False, False): " (neither you nor the model can start it)"}[(skill.model_invocable, skill.user_invocable)]
-        tools = f"; names tools {', '.join(skill.allowed_tools)} (granted nothing)" if skill.allowed_tools else ""
+        granted = "pre-approved for the turn that loads it" if grants(skill) else "granted nothing"
+        tools = f"; names tools {', '.join(skill.allowed_tools)} ({granted})" if skill.allowed_tools else ""
         print(f"  {show_text(name)}{who}: {show_text(skill.description[:120])}{show_text(tools)}"
               f"  — {show_text(skill.source)}")
     for warning in skills.warnings:
@@ -112,11 +113,14 @@ def _custom_commands(cwd: Path, home: Path, config: Any, servers: dict[str, Any]
     """The command files (user's first: they win a name) and each MCP server's prompts; the
     servers are started once to list them, as ``cox mcp list`` does (an untrusted project
     server is not started)."""
+    from cox.agents.skills import load_skills
     from cox.commands.files import load_commands
     from cox.commands.mcp_prompts import fetch_prompts, prompt_commands
     from cox.surfaces.mcp_cli import session_sandbox
 
-    catalog = load_commands(cwd, home=Path.home(), cox_home=home)
+    skills = load_skills(cwd, Path.home(), cox_home=home)  # a skill wins a name it shares with a command
+    catalog = load_commands(cwd, home=Path.home(), cox_home=home,
+                            skills={s.name: str(s.path) for s in skills.by_name.values() if s.user_invocable})
     failed: list[str] = []
     for spec in servers.values():
         try:
@@ -131,7 +135,9 @@ def _custom_commands(cwd: Path, home: Path, config: Any, servers: dict[str, Any]
     for c in catalog.commands.values():
         hint = f" {c.argument_hint}" if c.argument_hint else ""
         what = f" — {c.description}" if c.description else ""
-        extra = (f"; allowed-tools: {', '.join(c.allowed_tools) or 'none'}" if c.allowed_tools is not None else "") + (
+        granted = " (pre-approved for its turn)" if c.grants else ""
+        extra = (f"; allowed-tools: {', '.join(c.allowed_tools) or 'none'}{granted}" if c.allowed_tools is not None
+                 else "") + (
             f"; model: {c.model}" if c.model else "")
         print(f"  /{show_text(c.name)}{show_text(hint)}{show_text(what)}{show_text(extra)}  — {show_text(c.source)}")
     for skipped in catalog.skipped:

@@ -78,8 +78,9 @@ class TurnRefused(Exception):
         self.stop = stop
 
 
-Slash = Callable[[str], tuple[str, str | None]]
-"""A stdin turn's ``/name args`` → (the turn, the model to switch to or None); raises TurnRefused."""
+Slash = Callable[[str], Any]
+"""A stdin turn's ``/name args`` → its ``cox.commands.turns.Expanded`` (the turn, the model to
+switch to or None, the allow rules it pre-approves); raises TurnRefused."""
 
 
 def exit_code(result: dict[str, Any]) -> int:
@@ -300,7 +301,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
         verbose: bool = False, install_signals: bool = True, idle_timeout: float = 0.25,
         stopper: Stopper | None = None, explain: Callable[[], str | None] | None = None,
         dialect: Any = None, structured: StructuredAnswer | None = None,
-        final: Callable[[dict[str, Any] | None], None] | None = None, slash: Slash | None = None) -> int:
+        final: Callable[[dict[str, Any] | None], None] | None = None, slash: Slash | None = None,
+        allow: list[str] | None = None) -> int:
     """Drive ``handle`` until its input is used up; returns the exit code of the last result.
 
     ``stopper``: the process's signal handling (``cox run`` installs it before start-up);
@@ -314,7 +316,8 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     the last result (``--output-last-message``) before this returns. ``slash`` expands a stdin
     turn that is a ``/name args`` line (custom command, MCP prompt, ``/init``, skill) before it
     is submitted, as ``-p "/name args"`` is at start-up; one it refuses gets an error result and
-    the run goes on with the next input."""
+    the run goes on with the next input. ``allow``: the allow rules ``prompt``'s turn pre-approves
+    (the person's command's or skill's ``allowed-tools``)."""
     out = out or sys.stdout
     err = err or sys.stderr
     printer: Any = dialect.printer if dialect is not None else Printer(fmt, out, err, verbose)
@@ -346,7 +349,7 @@ def run(handle: SessionHandle, prompt: str | None, *, fmt: str = "text", input_f
     stopper.running(on_signal)
     typed: list[Any] = []  # the turns this loop made (the prompt, a schema's retry): never expanded
     if prompt is not None:
-        typed.append(m.UserTurn(text=prompt))
+        typed.append(m.UserTurn(text=prompt, allow=allow))
         inbox.append(typed[-1])
     if input_format == "stream-json" and dialect is not None:
         dialect.attach(handle, inbox, stdin_closed, lambda: handle.events.put(WAKE))
@@ -460,12 +463,12 @@ def _answer_again(structured: StructuredAnswer, state: RunState, inbox: collecti
 def _expanded(handle: SessionHandle, sub: m.UserTurn, slash: Slash) -> m.UserTurn:
     """The turn a stdin ``/name args`` line stands for (the command's model switched to first,
     as ``/model NAME`` would); raises TurnRefused."""
-    text, model = slash(sub.text)
-    if text == sub.text:
+    got = slash(sub.text)
+    if got.text == sub.text:
         return sub  # it names no command nor skill: it goes to the model as typed
-    if model:
-        handle.submit(m.SetModel(model=model))
-    return m.UserTurn(text=text, images=sub.images)
+    if got.model:
+        handle.submit(m.SetModel(model=got.model))
+    return m.UserTurn(text=got.text, images=sub.images, allow=got.allow)
 
 
 def _write(printer: Any, state: RunState) -> dict[str, Any]:

@@ -388,7 +388,7 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                 if expanded is not None:
                     if expanded[1]:  # the command's model, as /model NAME would switch
                         handle.submit(m.SetModel(model=expanded[1]))
-                    handle.submit(m.UserTurn(text=expanded[0]))
+                    handle.submit(m.UserTurn(text=expanded.text, allow=expanded.allow))
                     in_turn = True
                     continue
                 handled = _command(line.strip(), handle, out, ask, think_price, children, skills, commands)
@@ -397,7 +397,10 @@ def run(handle: SessionHandle, *, resumed: Any = None, stdin: IO[str] | None = N
                         _leave_worktree(worktree, ask, out)
                     return 0
                 if handled is None or isinstance(handled, str):
-                    handle.submit(m.UserTurn(text=line if handled is None else handled))
+                    from cox.agents.skills import named_grants
+
+                    allow = named_grants(line, skills) if isinstance(handled, str) else None
+                    handle.submit(m.UserTurn(text=line if handled is None else handled, allow=allow))
                     in_turn = True
                 continue
             if event.type == "session_started":

@@ -50,7 +50,9 @@ def test_a_subagents_messages_carry_the_parent_call():
     p.event(m.AgentEvent(agent_id="a1", call_id="parent1", event=m.to_dict(inner)), "")
     done = m.ToolCallDone(call_id="c1", result=ToolResult(visible="text"))
     p.event(m.AgentEvent(agent_id="a1", call_id="parent1", event=m.to_dict(done)), "")
-    assistant, user = sent(out)
+    lines = sent(out)
+    assert [x.get("subtype") for x in lines if x["type"] == "system"] == ["task_started", "task_progress"]
+    assistant, user = (x for x in lines if x["type"] != "system")
     assert assistant["parent_tool_use_id"] == user["parent_tool_use_id"] == "parent1"
     assert assistant["message"]["content"][0] == {"type": "tool_use", "id": "c1", "name": "Read",
                                                   "input": {"file_path": "/w/x"}}

@@ -140,12 +140,15 @@ def test_a_start_up_failure_is_a_claude_result(tmp_path, ws):
     assert p.returncode == 1 and res["is_error"] and res["errors"] and "stop_reason" in res
 
 
-def test_the_sdks_flags_are_accepted_and_the_ignored_ones_named(tmp_path, ws):
+def test_the_sdks_flags_are_accepted_and_none_is_silently_dropped(tmp_path, ws):
+    """The scripted model plays any request, so the request flags change nothing here (their
+    effect on the wire: test_request_flags_wire.py); none is named as ignored any more."""
     s = script(tmp_path, [{"text": "ok"}])
     p = cox(["--output-format", "stream-json", "--verbose", "--system-prompt", "", "--setting-sources=user,project",
-             "--effort", "high", "-p", "hi", "--script", s], ws, tmp_path)
+             "--effort", "high", "--max-thinking-tokens", "2000", "--betas", "b-1", "-p", "hi", "--script", s],
+            ws, tmp_path)
     assert p.returncode == 0, p.stderr
-    assert "--effort is not supported" in p.stderr and "--system-prompt" not in p.stderr
+    assert "ignored" not in p.stderr and "not supported" not in p.stderr
     assert lines(p.stdout)[-1]["result"] == "ok"
 
 

@@ -157,3 +157,71 @@ def test_a_pretooluse_hook_sees_and_can_block_a_commands_line(rig: Rig) -> None:
     run = rig.run([{"text": "ok"}], "/status")
     assert not (rig.out / "marker").exists()
     assert "PreToolUse hook: no touching today" in run.result["result"]
+
+
+GRANTS = "---\nallowed-tools: Bash(mkdir:*), Bash(echo:*)\n---\nMake the folders."
+
+
+def _calls(*commands: str) -> dict[str, object]:
+    return {"tool_calls": [{"id": f"c{i}", "name": "bash", "input": {"command": c}} for i, c in enumerate(commands)]}
+
+
+def _outcomes(run: object) -> list[str]:
+    """Each call's result status, in order, from cox's events."""
+    events = run.events  # type: ignore[attr-defined]
+    return [e["result"]["status"] for e in events if e["type"] == "tool_call_done"]
+
+
+def test_a_users_commands_allowed_tools_pre_approve_its_turn_only_and_only_what_they_cover(rig: Rig) -> None:
+    """Under ``--approve never`` the user's own ``/mkd`` pre-approves ``mkdir`` for its turn, as
+    Claude Code does; a compound line or a substitution that hides another command is not covered
+    (no marker), and the next turn has no grant left."""
+    command(rig.cox_home / "commands", "mkd", GRANTS)
+    turns = [{"type": "user_turn", "text": "/mkd"}, {"type": "user_turn", "text": "again"}]
+    replies = [_calls("mkdir out/made", "echo hi; touch out/m1", "echo $(touch out/m2)"), {"text": "done"},
+               _calls("mkdir out/later"), {"text": "denied"}]
+    run = rig.run(replies, stdin="".join(json.dumps(t) + "\n" for t in turns), mode="default")
+    assert (rig.out / "made").is_dir(), run.proc.stderr
+    assert not (rig.out / "m1").exists() and not (rig.out / "m2").exists()
+    assert not (rig.out / "later").exists()  # the grant ended with the turn
+    got = _outcomes(run)
+    assert sorted(got) == ["denied", "denied", "denied", "ok"], got  # denials are delivered first
+
+
+def test_a_repositorys_commands_allowed_tools_pre_approve_nothing(rig: Rig) -> None:
+    command(rig.ws / ".claude" / "commands", "mkd", GRANTS)
+    run = rig.run([_calls("mkdir out/made"), {"text": "done"}], "/mkd", mode="default")
+    assert "Make the folders." in turn_text(run)
+    assert not (rig.out / "made").exists()
+    assert _outcomes(run) == ["denied"]
+
+
+def _skill(root: Path, name: str, tools: str) -> None:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: makes folders\nallowed-tools: {tools}\n---\n"
+                                     "Make the folders.")
+
+
+def test_a_users_skill_pre_approves_its_tools_from_its_loading_on_a_repositorys_does_not(rig: Rig) -> None:
+    _skill(rig.cox_home / "skills", "folders", "Bash(mkdir:*)")
+    _skill(rig.ws / ".claude" / "skills", "theirs", "Bash(mkdir:*)")
+    replies = [_calls("mkdir out/before"),
+               {"tool_calls": [{"id": "s1", "name": "skill", "input": {"skill": "folders"}}]},
+               _calls("mkdir out/after"), {"text": "done"}]
+    run = rig.run(replies, "make folders", mode="default")
+    assert not (rig.out / "before").exists() and (rig.out / "after").is_dir(), run.proc.stderr
+    replies = [{"tool_calls": [{"id": "s1", "name": "skill", "input": {"skill": "theirs"}}]},
+               _calls("mkdir out/theirs"), {"text": "done"}]
+    run = rig.run(replies, "make folders", mode="default")
+    assert not (rig.out / "theirs").exists()
+    run = rig.run([_calls("mkdir out/typed"), {"text": "done"}], "/folders", mode="default")  # typed by the person
+    assert (rig.out / "typed").is_dir(), run.proc.stderr
+
+
+def test_a_skill_wins_a_name_it_shares_with_a_command(rig: Rig) -> None:
+    command(rig.cox_home / "commands", "deploy", "the command's deploy")
+    _skill(rig.ws / ".cox" / "skills", "deploy", "Read")
+    run = rig.run([{"text": "ok"}], "/deploy", mode="default")
+    assert "Make the folders." in turn_text(run) and "the command's deploy" not in turn_text(run)
+    assert "a skill wins" in run.proc.stderr

@@ -115,3 +115,11 @@ def test_unknown_event_type_lists_the_known_ones():
 def test_text_delta_round_trips_any_text(text):
     event = m.TextDelta(text=text)
     assert m.decode_event(m.encode(event)).text == text
+
+
+def test_a_user_turns_allow_rules_never_come_from_a_wire() -> None:
+    """``UserTurn.allow`` (a command's allowed-tools) is the program's: a stdin line that names
+    it is refused, and it is never written out."""
+    with pytest.raises(m.ProtocolError, match="allow"):
+        m.decode_submission('{"type": "user_turn", "text": "x", "allow": ["Bash"]}')
+    assert "allow" not in m.encode(m.UserTurn(text="x", allow=["Bash"]))

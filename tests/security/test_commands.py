@@ -4,6 +4,7 @@
 - A command file's ``!`…``` lines run only where a model's bash call of the same line would:
   a line that would create a marker file must not create it (nor any trick wrapped around it),
   and the front matter's ``allowed-tools`` of a repository's file grants nothing.
+- The user's own command's ``allowed-tools`` pre-approve only what they cover, for its turn.
 - An instruction file's ``@`` imports never carry a file from outside the workspace (the home's
   keys, a file reached through a symlink) into the request the model gets.
 """
@@ -91,3 +92,36 @@ def test_a_repository_commands_line_from_stdin_is_refused_as_through_p(attack) -
         assert "not run" in why and "/c" in why, why
         assert results[1]["result"] == "after"
         assert not marker.exists(), dialect
+
+
+HIDDEN = ["echo hi; touch {m}1", "echo $(touch {m}2)", "echo `touch {m}3`", "echo hi && bash -c 'touch {m}4'",
+          "echo hi > {m}5"]
+
+
+def test_a_commands_allowed_tools_pre_approve_only_what_they_cover(attack) -> None:
+    """The user's own ``/go`` pre-approves ``Bash(echo:*)`` for its turn: a line that hides
+    another command behind an ``echo`` (a list, a substitution, a redirection) is still judged —
+    no marker under ``--approve never``. A repository's ``/their`` with ``Bash(touch:*)`` grants
+    nothing at all."""
+    marker = attack.workspace / "m"
+    attack.file("commands/go.md", "---\nallowed-tools: Bash(echo:*)\n---\nSay hi.", root=attack.cox_home)
+    attack.file(".claude/commands/their.md", "---\nallowed-tools: Bash(touch:*)\n---\nTouch it.")
+    calls = [{"id": f"h{i}", "name": "bash", "input": {"command": line.format(m=marker)}}
+             for i, line in enumerate(HIDDEN)]
+    out = attack.run([{"tool_calls": calls}, {"text": "done"}], prompt="/go")
+    assert out.result["subtype"] == "success", out.proc.stderr[-2000:]
+    out = attack.run([{"tool_calls": [{"id": "t1", "name": "bash", "input": {"command": f"touch {marker}6"}}]},
+                      {"text": "done"}], prompt="/their")
+    assert sorted(p.name for p in attack.workspace.iterdir() if p.name.startswith("m")) == []
+
+
+@pytest.mark.only_bwrap
+def test_the_bench_can_see_a_granted_call_run(attack) -> None:
+    """The user's own command that lists ``Bash(touch:*)`` does let the model's ``touch`` run:
+    the check above would catch a grant that covered too much."""
+    marker = attack.workspace / "granted"
+    attack.file("commands/go.md", "---\nallowed-tools: Bash(touch:*)\n---\nTouch it.", root=attack.cox_home)
+    out = attack.run([{"tool_calls": [{"id": "t1", "name": "bash", "input": {"command": f"touch {marker}"}}]},
+                      {"text": "done"}], prompt="/go")
+    assert out.result["subtype"] == "success", out.proc.stderr[-2000:]
+    assert marker.exists()

@@ -47,9 +47,9 @@ class Ports:
     def writes(self, call: ToolCall) -> list[Path] | None:
         return [Path(call.input["path"])] if "path" in call.input else None
 
-    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str]) -> Outcome:
+    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str], turn_allow: list[str]) -> Outcome:
         self.decided.append((call.name, mode, list(grants)))
-        if call.name in grants:
+        if call.name in grants or call.name in turn_allow:
             return Outcome("allow")
         return Outcome(self.verdicts.get(call.name, "allow"))
 
@@ -218,6 +218,38 @@ def test_a_message_typed_after_the_last_step_starts_the_next_turn(tmp_path: Path
     kinds = types(out)
     assert kinds.index("turn_done") < kinds.index("turn_started")  # one turn ends, the next begins
     assert sm.active is not None and sm.active.turn == 2
+
+
+def test_a_turns_allow_rules_reach_the_engine_for_that_turn_only_and_a_steering_message_grants_nothing(
+        tmp_path: Path) -> None:
+    sm, ports = machine(tmp_path)
+    ports.verdicts["bash"] = "ask"
+    sm.on(m.UserTurn(text="go", allow=["bash"]))
+    out = sm.on(m.UserTurn(text="and this", allow=["write"]))
+    assert any("grant nothing" in e.message for e in events(out) if e.type == "notice")
+    out = end(sm, use("c1", "bash", command="make"))
+    assert not [e for e in events(out) if e.type == "approval_required"]  # pre-approved: it runs
+    assert sm.active is not None and sm.active.allow == ["bash"]
+    sm.on(fx.ToolDone(sm.active.gen, "c1", ToolResult(visible="ok"), 1.0))
+    end(sm, {"type": "text", "text": "done"})  # the steered message joined the step after the call
+    assert sm.active is None
+    sm.on(m.UserTurn(text="again"))
+    out = end(sm, use("c2", "bash", command="make"))
+    assert [e for e in events(out) if e.type == "approval_required"]  # the grant ended with its turn
+
+
+def test_a_turns_images_follow_its_text_and_a_bad_one_is_said(tmp_path: Path) -> None:
+    import base64
+
+    sm, _ = machine(tmp_path)
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"0" * 8).decode()
+    out = sm.on(m.UserTurn(text="look", images=[{"media_type": "image/png", "data": png},
+                                                {"media_type": "image/png", "data": "not base64!"}]))
+    content = sm.history[-1]["content"]
+    assert content[0] == {"type": "text", "text": "look"}
+    assert content[1] == {"type": "image", "media_type": "image/png", "data": png}
+    assert "image 2 of the message was left out" in content[2]["text"] and "base64" in content[2]["text"]
+    assert any("image 2" in e.message for e in events(out) if e.type == "notice")
 
 
 # ---------------------------------------------------------------- approvals

@@ -68,6 +68,8 @@ ERROR_STATUS: dict[str, int] = {
     "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529,
 }
 _UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+TASK_BUDGET_BETA = "task-budgets-2026-03-13"
+"""The beta ``output_config.task_budget`` needs."""
 
 
 class AnthropicProvider:
@@ -90,6 +92,16 @@ class AnthropicProvider:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.max_output_tokens = max_output_tokens
         self.thinking = thinking
+        # Claude Code's request flags (``cox.surfaces.compat_flags.apply_request_flags``), for the
+        # main loop's requests (not the cheap tier's summaries): a default thinking budget, thinking
+        # off whatever the request asks, how thinking is shown, ``output_config``'s effort and task
+        # budget, and beta headers.
+        self.thinking_budget = 0
+        self.thinking_off = False
+        self.thinking_display: str | None = None
+        self.effort: str | None = None
+        self.task_budget: int | None = None
+        self.betas: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -103,13 +115,17 @@ class AnthropicProvider:
         credential = self.api_key or self.auth_token
         if credential is None:
             raise ProviderError(MISSING_KEY)
-        return {
+        headers = {
             "authorization": f"Bearer {credential}",
             "anthropic-version": API_VERSION,
             "content-type": "application/json",
             "accept": "text/event-stream",
             "user-agent": USER_AGENT,
         }
+        betas = [*self.betas, *([TASK_BUDGET_BETA] if self.task_budget else [])]
+        if betas:
+            headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+        return headers
 
     def build_body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body for ``request`` (public so tests and the bench can inspect the bytes)."""
@@ -117,7 +133,13 @@ class AnthropicProvider:
         if self.max_output_tokens:
             max_tokens = min(max_tokens, self.max_output_tokens)
         body: dict[str, Any] = {"model": request.model or self.model, "max_tokens": max_tokens}
-        thinking, max_tokens = thinking_config(request.thinking_budget, self.thinking, max_tokens)
+        main = request.tier != "cheap"
+        budget = request.thinking_budget or (self.thinking_budget if main else 0)
+        thinking, max_tokens = thinking_config(budget, self.thinking and main, max_tokens)
+        if self.thinking_off:
+            thinking = None
+        elif thinking is not None and self.thinking_display:
+            thinking["display"] = self.thinking_display
         body["max_tokens"] = max_tokens
         tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                  for t in request.tools]
@@ -133,6 +155,10 @@ class AnthropicProvider:
         if thinking is not None:
             # No temperature/top_k is ever sent: with thinking the API accepts only the defaults.
             body["thinking"] = thinking
+        output = {k: v for k, v in (("effort", self.effort), ("task_budget", self.task_budget and {
+            "type": "tokens", "total": self.task_budget})) if v} if main else {}
+        if output:
+            body["output_config"] = output
         body["stream"] = True
         return body
 
@@ -291,6 +317,8 @@ def image_block(image: dict[str, Any]) -> dict[str, Any] | None:
     source = image.get("source")
     if isinstance(source, dict) and source.get("type") in ("base64", "url"):
         return {"type": "image", "source": dict(source)}
+    if isinstance(image.get("url"), str):
+        return {"type": "image", "source": {"type": "url", "url": image["url"]}}
     if image.get("data") and image.get("media_type"):
         return {"type": "image", "source": {"type": "base64", "media_type": image["media_type"],
                                             "data": image["data"]}}

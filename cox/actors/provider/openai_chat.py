@@ -81,6 +81,8 @@ class OpenAIChatProvider:
         self.base_url = base_url.rstrip("/")
         self.headers = request_headers(self.api_key, organization=organization, project=project)
         self._openai = is_openai(self.base_url)
+        self.reasoning_effort: str | None = None
+        """``--effort``: sent as ``reasoning_effort`` on the main loop's requests."""
 
     def check_key(self) -> None:
         """Raise the one-line missing-key error now (for a caller that wants it at start-up)."""
@@ -98,6 +100,8 @@ class OpenAIChatProvider:
         system = "\n\n".join(text for text in request.system[1:4] if text)
         body["messages"] = ([{"role": "system", "content": system}] if system else []) + chat_messages(request.messages)
         body["max_completion_tokens" if self._openai else "max_tokens"] = request.max_output_tokens
+        if self.reasoning_effort and request.tier != "cheap":  # --effort: the chat API's reasoning_effort
+            body["reasoning_effort"] = self.reasoning_effort
         return body
 
     def stream(self, request: ModelRequest, cancel: CancelToken) -> Iterator[StreamDelta]:

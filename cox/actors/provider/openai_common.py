@@ -159,7 +159,9 @@ def result_text(block: dict[str, Any]) -> str:
 
 
 def data_url(image: dict[str, Any]) -> str:
-    """An image of a tool result (``{"media_type", "data"}``, base64) as a data URL."""
+    """An image (``{"media_type", "data"}``, base64) as a data URL; one given by ``url``, that URL."""
+    if isinstance(image.get("url"), str):
+        return str(image["url"])
     return f"data:{image.get('media_type', 'image/png')};base64,{image.get('data', '')}"
 
 

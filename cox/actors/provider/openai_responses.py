@@ -90,6 +90,9 @@ class OpenAIResponsesProvider:
         self.api_key = api_key or ""
         self.base_url = base_url.rstrip("/")
         self.reasoning_effort = reasoning_effort
+        self.thinking_budget = 0
+        """A default thinking budget for the main loop's requests (``--max-thinking-tokens``):
+        any budget asks for :data:`THINK_EFFORT`."""
         self.headers = request_headers(self.api_key, organization=organization, project=project)
 
     def check_key(self) -> None:
@@ -117,7 +120,8 @@ class OpenAIResponsesProvider:
         preamble = [developer_message(text) for text in system[2:4] if text]
         body["input"] = preamble + input_items(request.messages)
         if reasoning:
-            effort = THINK_EFFORT if request.thinking_budget > 0 else self.reasoning_effort
+            budget = request.thinking_budget or (self.thinking_budget if request.tier != "cheap" else 0)
+            effort = THINK_EFFORT if budget > 0 and not self.reasoning_effort else self.reasoning_effort
             body["reasoning"] = {"effort": effort, "summary": "auto"} if effort else {"summary": "auto"}
         body["max_output_tokens"] = request.max_output_tokens
         return body

@@ -69,8 +69,9 @@ class Ports(Protocol):
         """The files the call will change (None: it cannot say)."""
         ...
 
-    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str]) -> Any:
-        """The permission engine's outcome (``kind`` allow / deny / ask, ``reason``)."""
+    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str], turn_allow: list[str]) -> Any:
+        """The permission engine's outcome (``kind`` allow / deny / ask, ``reason``); ``turn_allow``:
+        the running turn's own allow rules (``UserTurn.allow``)."""
         ...
 
     def grants_for(self, call: ToolCall) -> list[str]:
@@ -147,7 +148,7 @@ class TurnMachine:
                 case fx.StorageFailed():
                     self._storage_failed(msg.sentence)
                 case m.UserTurn():
-                    self._user_turn(msg.text)
+                    self._user_turn(msg)
                 case m.Interrupt():
                     self._interrupt()
                 case m.Approve():
@@ -272,7 +273,14 @@ class TurnMachine:
 
     # ------------------------------------------------------------------ submissions
 
-    def _user_turn(self, text: str) -> None:
+    def _user_turn(self, msg: m.UserTurn) -> None:
+        text = msg.text
+        if msg.allow and (self.active is not None or self.compaction is not None):
+            self._notice("warning", "the command's allowed-tools apply only to a turn it starts; this message "
+                                    "joins another, so they grant nothing")
+        if msg.images and (self.active is not None or self.compaction is not None):
+            self._notice("warning", f"{len(msg.images)} image(s) of a message sent while a turn runs were left "
+                                    "out (only its text joins the turn); send them with a new message")
         if self.active is None and self.compaction is not None:
             self.pending_inputs.append(text)
             self._notice("info", "message queued; the context is being compacted first")
@@ -280,7 +288,7 @@ class TurnMachine:
             self.active.steer.append(text)
             self._notice("info", "message queued; the model sees it at its next step")
         else:
-            self._start_turn(text)
+            self._start_turn(text, allow=msg.allow, images=msg.images)
 
     def _interrupt(self) -> None:
         turn = self.active
@@ -395,10 +403,12 @@ class TurnMachine:
 
     # ------------------------------------------------------------------ the loop
 
-    def _start_turn(self, text: str, queued: list[str] | None = None) -> None:
+    def _start_turn(self, text: str, queued: list[str] | None = None, allow: list[str] | None = None,
+                    images: list[Any] | None = None) -> None:
         self.last_turn += 1
         self.gen += 1
-        turn = Turn(turn=self.last_turn, gen=self.gen, scope=CancelScope(), steer=list(queued or []))
+        turn = Turn(turn=self.last_turn, gen=self.gen, scope=CancelScope(), steer=list(queued or []),
+                    allow=list(allow or []))
         self.active = turn
         self._fx.append(fx.BeginTurn(turn.gen, turn.scope))
         self.turn_starts[turn.turn] = len(self.history)
@@ -415,6 +425,14 @@ class TurnMachine:
                 if isinstance(context, str) and context:  # a hook's additionalContext, after the prompt
                     message["content"].append({"type": "text", "text": context})
             self.hook_context = None
+            if images:
+                from cox.actors.tools.images import turn_images
+
+                blocks, problems = turn_images(images)
+                message["content"].extend(blocks)
+                for problem in problems:  # the person is told, the model too; the text still goes
+                    self._notice("warning", problem)
+                    message["content"].append({"type": "text", "text": f"[{problem}]"})
             self._add(message)
             if turn.turn == 1:  # the session's title is its first prompt; later turns keep it
                 self._fx.append(fx.Store(sm.Title(self.s.session_id, prompt)))
@@ -626,7 +644,7 @@ class TurnMachine:
 
     def _judge(self, turn: Turn, call: ToolCall, rest: list[tuple[ToolCall, ToolResult | None]]) -> None:
         started = time.monotonic()
-        outcome = self.ports.decide(call, self.mode, self.grants)
+        outcome = self.ports.decide(call, self.mode, self.grants, turn.allow)
         kind = str(getattr(outcome.kind, "value", outcome.kind))
         if decisions.isEnabledFor(logging.DEBUG):  # --verbose; a command may carry a secret
             decisions.debug("%s", scrub(f"permission {kind} for {call.name} {call.subject}: {outcome.reason} "
@@ -699,6 +717,8 @@ class TurnMachine:
             self._activate_deferred(activated(result))
         if result.meta.get("changes_files"):  # a subagent's writes: no earlier read stands for a new one
             self.reads.invalidate(None)
+        if result.ok and isinstance(result.meta.get("turn_allow"), list):  # a user's skill loaded: its allowed-tools
+            turn.allow.extend(str(r) for r in result.meta["turn_allow"])
         if isinstance(result.meta.get("notice"), str):  # a tool's word for the person (an MCP tool changed)
             self._notice("warning", result.meta["notice"])
 

@@ -24,9 +24,10 @@ class MachinePorts:
     def writes(self, call: ToolCall) -> list[Path] | None:
         return self.session.tools[call.name].writes(call, self.session.env(0, None, call))
 
-    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str]) -> Any:
+    def decide(self, call: ToolCall, mode: PermissionMode, grants: list[str], turn_allow: list[str]) -> Any:
         s = self.session.s
-        return self.session.engine.decide(call, mode, s.approval_policy, s.sandbox_mode, grants)
+        return self.session.engine.decide(call, mode, s.approval_policy, s.sandbox_mode, grants,
+                                          turn_allow=turn_allow)
 
     def grants_for(self, call: ToolCall) -> list[str]:
         return list(self.session.engine.grants_for(call))

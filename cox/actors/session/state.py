@@ -26,6 +26,8 @@ class Turn:
     batch: Batch = field(default_factory=Batch)
     """The current step's tool calls."""
     steer: list[str] = field(default_factory=list)
+    allow: list[str] = field(default_factory=list)
+    """The turn's own allow rules (``UserTurn.allow``, a user's skill's allowed-tools): they end with it."""
     denied_by_user: bool = False
     compacted: bool = False
     cancelled: bool = False

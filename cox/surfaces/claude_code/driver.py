@@ -63,13 +63,17 @@ class ClaudeDialect:
         from .sdk_mcp import sdk_servers
 
         prep.extra_mcp.update(sdk_servers(prep.flags.sdk_servers if prep.flags is not None else {}, self.outgoing))
-        for flag in getattr(args, "ignored_flags", None) or []:
-            self.err.write(f"cox: warning: {flag} is not supported by this cox yet; ignored\n")
         if streaming:
             self.channel.start(stdin or sys.stdin)
 
     def hooks(self, commands: Any) -> Any:
-        """The session's hook runner: the command hooks, and the client's callbacks beside them."""
+        """The session's hook runner: the command hooks, and the client's callbacks beside them.
+        With ``--include-hook-events`` (and a stream on stdout) each command hook's run is streamed."""
+        if commands is not None and getattr(self.args, "include_hook_events", False) \
+                and isinstance(self.printer, ClaudePrinter) and not self.printer.only_result and hasattr(commands, "observe"):
+            from .hook_events import HookEvents
+
+            commands.observe = HookEvents(self.wire, ulid_to_uuid(self.prep.settings.session_id))
         return BothHooks(commands, self.client_hooks) if self.client_hooks is not None else commands
 
     def set_commands(self, commands: Any, skills: Any) -> None:

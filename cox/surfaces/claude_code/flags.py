@@ -4,9 +4,9 @@
 … --input-format stream-json`` (no sub-command) become ``cox run --dialect claude …``
 (:func:`route`), so whatever flags the ``run`` sub-parser has, the bare entry point has too.
 
-:func:`add_dialect_flags` adds this dialect's own flags to the ``run`` parser, and the flags the
-SDK may pass that cox does not implement (``PENDING``), each as an accepted no-op that says on
-stderr it was ignored. A flag another module already added is left alone.
+:func:`add_dialect_flags` adds this dialect's own flags to the ``run`` parser. Every other flag
+the SDK may pass is ``compat_flags``'s: it does what Claude Code's does, or is refused with what
+to do instead — none is accepted and silently dropped.
 """
 
 from __future__ import annotations
@@ -22,19 +22,6 @@ TRIGGERS = ("-p", "--print", "--output-format", "--input-format")
 SUBCOMMANDS = frozenset({"run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch",
                          "mcp", "hooks", "ext"})
 
-# Flags the SDK or `claude -p` scripts pass that cox does not implement: accepted, and named on
-# stderr as ignored. Each entry: (option strings, nargs or None for a switch, what it would take).
-PENDING: list[tuple[tuple[str, ...], Any, str]] = [
-    (("--system-prompt-file",), 1, "a file read as --system-prompt"),
-    (("--betas",), 1, "provider betas"), (("--task-budget",), 1, "a token budget per task"),
-    (("--include-hook-events",), None, "hook events on the wire"), (("--resume-session-at",), 1, "resume at a message"),
-    (("--resume-drops-turn",), 1, "resume without the last turn"), (("--session-mirror",), None, "a mirrored transcript"),
-    (("--plugin-dir",), 1, "Claude Code plugins"), (("--thinking",), 1, "thinking settings"),
-    (("--max-thinking-tokens",), 1, "thinking settings"), (("--thinking-display",), 1, "thinking settings"),
-    (("--effort",), 1, "reasoning effort"),
-]
-
-
 def route(argv: Sequence[str]) -> list[str]:
     """``cox -p …`` / ``cox --output-format … …`` (no sub-command before the first of those
     flags) as ``cox run --dialect claude …``; any other command line unchanged."""
@@ -49,17 +36,8 @@ def route(argv: Sequence[str]) -> list[str]:
     return words
 
 
-class _Ignored(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        ignored = list(getattr(namespace, "ignored_flags", None) or [])
-        ignored.append(option_string or self.dest)
-        namespace.ignored_flags = ignored
-
-
 def add_dialect_flags(run: argparse.ArgumentParser) -> None:
-    """This dialect's flags on the ``run`` parser, plus the pending no-ops (see the module's doc)."""
-    have = set(run._option_string_actions)
+    """This dialect's own flags on the ``run`` parser (Claude Code's others: ``compat_flags``)."""
     run.add_argument("--dialect", choices=["cox", "claude"], default="cox", help=argparse.SUPPRESS)
     run.add_argument("text", nargs="?", metavar="PROMPT", help="the prompt (the same as -p PROMPT)")
     run.add_argument("--include-partial-messages", action="store_true",
@@ -69,14 +47,6 @@ def add_dialect_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("--permission-prompt-tool", metavar="stdio",
                      help="stdio: ask the client on stdin/stdout (Claude Code's can_use_tool) about every call "
                           "that would need a person's approval")
-    for options, nargs, _who in PENDING:
-        if any(o in have or o in run._option_string_actions for o in options):
-            continue
-        dest = "ignored_" + options[0].lstrip("-").replace("-", "_").lower()
-        if nargs is None:
-            run.add_argument(*options, dest=dest, nargs=0, action=_Ignored, help=argparse.SUPPRESS)
-        else:
-            run.add_argument(*options, dest=dest, nargs=nargs, action=_Ignored, help=argparse.SUPPRESS)
 
 
 class UsageProblem(Exception):

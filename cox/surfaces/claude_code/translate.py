@@ -103,6 +103,12 @@ class ClaudePrinter:
         self.mcp_manager: Any = None
         self.on_turn_end: Callable[[], None] | None = None
         """Called at each ``turn_done`` (questions to the client about that turn are withdrawn)."""
+        from .tasks import Tasks
+
+        self.tasks = Tasks(lambda subtype, **fields: self.send(self._system(subtype, **fields)),
+                           lambda call_id: str(self.calls.get(call_id, ("", {}))[1].get("description") or ""),
+                           lambda name, given: self.claude_call(name, given)[0])
+        """The subagents as Claude Code's tasks (``task_started`` …)."""
 
     # ------------------------------------------------------------------ the Printer's calls
 
@@ -164,6 +170,7 @@ class ClaudePrinter:
                 inner = decode_event(event.event)
             except ProtocolError:
                 return
+            self.tasks.on(event.agent_id, event.call_id, inner)
             if inner.type in ("assistant_message", "tool_call_requested", "tool_call_done", "usage"):
                 self._translate(inner.type, inner, event.call_id or None)
 

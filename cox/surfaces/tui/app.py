@@ -924,14 +924,14 @@ class TUI:
                                             or word.startswith("mcp__")):
             self.custom_command(line)
         else:
-            from cox.agents.skills import user_named
+            from cox.agents.skills import named_grants, user_named
 
             turn, why = user_named(line, self.skills)
             if turn is None:
                 self.model.add("notice", sanitize(why) if why else f"unknown command /{word}; /help lists them")
                 return
             self.model.typed(sanitize(turn), queued=self.model.status.turn_running)  # what the model gets
-            self.handle.submit(m.UserTurn(text=turn))
+            self.handle.submit(m.UserTurn(text=turn, allow=named_grants(line, self.skills)))
             self.model.status.turn_running = True
 
     def custom_command(self, line: str) -> None:
@@ -944,7 +944,7 @@ class TUI:
             from cox.commands.expand import CommandError
 
             try:
-                item: tuple[str, Any] = ("text", commands.expand(line) or (line, None))
+                item: tuple[str, Any] = ("text", commands.expand(line) or (line, None, None))
             except CommandError as exc:
                 item = ("error", str(exc))
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the thread silently
@@ -987,11 +987,11 @@ class TUI:
         if kind == "error":
             self.model.add("error", got)
             return
-        text, model = got
+        text, model, allow = got
         if model:  # the command's front matter names a model: switched as /model NAME does
             self.handle.submit(m.SetModel(model=model))
         self.model.typed(text, queued=self.model.status.turn_running)
-        self.handle.submit(m.UserTurn(text=text))
+        self.handle.submit(m.UserTurn(text=text, allow=allow))
         self.model.status.turn_running = True
 
     # ------------------------------------------------------------ completion
