@@ -64,6 +64,7 @@ class SessionActor(CoxActor):
                  resumed: Rebuilt | None = None, hooks: Hook | None = None,
                  deferred: dict[str, BaseTool] | None = None, lineage: Lineage | None = None) -> None:
         super().__init__()
+        from cox.actors.lsp.pool import LspPool
         from cox.actors.mcp.elicitation import ElicitationBroker
         from cox.actors.tools.jobs import Jobs
         from cox.actors.tools.registry import specs
@@ -83,6 +84,7 @@ class SessionActor(CoxActor):
         self.hooks = hooks
         self.jobs = Jobs()
         self.tmp = SessionTmp(settings.session_id)
+        self.lsp = LspPool.for_session(settings)  # starts nothing until diagnostics does
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints, store)
@@ -104,7 +106,7 @@ class SessionActor(CoxActor):
             deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
             ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.lazy_agents,
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
-            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
+            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep), lsp=self.lsp,
         )
         self.deferred = deferred
         if resumed is not None:
@@ -152,6 +154,7 @@ class SessionActor(CoxActor):
         self.lazy_agents.close_all()
         getattr(self.hooks, "close", lambda: None)()  # its hook sandbox (a child's hooks are its parent's)
         self.checkpoints.close()
+        self.lsp.close()
         stopped = self.jobs.stop_all()
         if stopped:
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
@@ -181,6 +184,7 @@ class SessionActor(CoxActor):
             self.lazy_agents.close_all()
             getattr(self.hooks, "close", lambda: None)()
             self.jobs.stop_all()
+            self.lsp.close()
             self.tmp.remove()
         except Exception:
             log.exception("session cleanup after a failure failed")

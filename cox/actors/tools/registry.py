@@ -8,6 +8,7 @@ from .apply_patch import ApplyPatchTool
 from .base import BaseTool
 from .bash import BashTool
 from .deferred import ToolSearchTool
+from .diagnostics import DiagnosticsTool
 from .edit import EditTool
 from .files import ReadTool, WriteTool
 from .search import GlobTool, GrepTool, LsTool
@@ -17,7 +18,7 @@ from .web import WebFetchTool
 
 def builtin_tools() -> dict[str, BaseTool]:
     tools: list[BaseTool] = [ReadTool(), WriteTool(), EditTool(), ApplyPatchTool(), BashTool(), GrepTool(),
-                             GlobTool(), LsTool(), WebFetchTool(), TodoWriteTool(), ToolSearchTool()]
+                             GlobTool(), LsTool(), WebFetchTool(), TodoWriteTool(), ToolSearchTool(), DiagnosticsTool()]
     return {t.name: t for t in tools}
 
 
