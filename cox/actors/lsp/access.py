@@ -45,14 +45,22 @@ def target(call_input: dict[str, Any], env: ToolEnv, tool: str) -> Target:
 
 
 def use(pool: Any, language: str, fn: Callable[[Any], T], *, start: bool) -> T | None:
-    """``fn(server)`` on ``language``'s server: None when none runs (and ``start`` is false);
-    a server that dies during the call is started again once and ``fn`` runs again."""
-    server = pool.server(language, start=start, restart=False)
+    """``fn(server)`` on ``language``'s server: None when none runs and this call may not start
+    one (``start``; a server this session started before that has died is started again). A
+    server is started again at most once per call: one that dies during ``fn`` is restarted and
+    ``fn`` runs again, unless this call already restarted it."""
+    server = pool.running(language)
+    restarted = False
     if server is None:
-        return None
+        if not (start or pool.has_started(language)):
+            return None
+        restarted = pool.has_started(language)
+        server = pool.server(language, start=True, restart=True)
     try:
         return fn(server)
     except RpcClosed:
+        if restarted:
+            raise
         server = pool.server(language, start=False, restart=True)
         if server is None:
             raise

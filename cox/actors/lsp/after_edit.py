@@ -77,7 +77,8 @@ def _introduced(env: Any, noted: Before, shown: dict[Path, str]) -> list[str]:
         text = path.read_text(encoding="utf-8", errors="replace").split("\n")
         where = shown.get(path) or display(path, env)
         for d in new:
-            sev = d.get("severity") if isinstance(d.get("severity"), int) else 1
+            raw = d.get("severity")
+            sev = raw if isinstance(raw, int) else 1
             found.append((sev, report.line_of(d, where, text)))
     found.sort(key=lambda x: x[0])
     rows = [row for _, row in found[:MAX_LINES]]

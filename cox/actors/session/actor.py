@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
+from cox.actors.lsp.approvals import AskWrites, WriteApprovals
+from cox.actors.lsp.pool import LspPool
 from cox.actors.provider.stream import ProviderStreamActor
 from cox.actors.store import messages as sm
 from cox.actors.tools.base import BaseTool, DeferredTool, ToolEnv, ToolServices
@@ -64,7 +66,6 @@ class SessionActor(CoxActor):
                  resumed: Rebuilt | None = None, hooks: Hook | None = None,
                  deferred: dict[str, BaseTool] | None = None, lineage: Lineage | None = None) -> None:
         super().__init__()
-        from cox.actors.lsp.pool import LspPool
         from cox.actors.mcp.elicitation import ElicitationBroker
         from cox.actors.tools.jobs import Jobs
         from cox.actors.tools.registry import specs
@@ -84,7 +85,7 @@ class SessionActor(CoxActor):
         self.hooks = hooks
         self.jobs = Jobs()
         self.tmp = SessionTmp(settings.session_id)
-        self.lsp = LspPool.for_session(settings)  # starts nothing until diagnostics does
+        self.lsp, self.write_approvals = LspPool.for_session(settings), WriteApprovals(self)  # start nothing
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints, store)
@@ -107,6 +108,7 @@ class SessionActor(CoxActor):
             ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.lazy_agents,
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
             cox_home=settings.cox_home, env_keep=tuple(settings.env_keep), lsp=self.lsp,
+            approve_writes=self.write_approvals.approve,
         )
         self.deferred = deferred
         if resumed is not None:
@@ -154,6 +156,7 @@ class SessionActor(CoxActor):
         self.lazy_agents.close_all()
         getattr(self.hooks, "close", lambda: None)()  # its hook sandbox (a child's hooks are its parent's)
         self.checkpoints.close()
+        self.write_approvals.cancel_all()
         self.lsp.close()
         stopped = self.jobs.stop_all()
         if stopped:
@@ -202,6 +205,10 @@ class SessionActor(CoxActor):
                     self.recorder.emit(event)
             case m.Approve() if self.lazy_agents.made is not None and self.lazy_agents.made.route(message):
                 pass  # a subagent's call: the child has the answer
+            case m.Approve() if self.write_approvals.route(message):
+                pass  # the files a running rename_symbol writes (lsp/approvals.py)
+            case AskWrites():
+                self.recorder.emit(m.ApprovalRequired(call=message.call, reason=message.reason))
             case m.Interrupt():
                 if self.lazy_agents.made is not None:
                     self.lazy_agents.made.interrupt_all()  # every child, in the same broadcast as the turn

@@ -47,8 +47,8 @@ Ask = Callable[[dict[str, Any]], "concurrent.futures.Future[dict[str, Any]]"]
 """Puts an MCP server's elicitation to the person (``mcp/elicit.py``); the future settles with
 the ``ElicitResult`` fields."""
 
-ApproveWrites = Callable[[str, list[Path]], "str | None"]
-"""``(call id, files)`` → None when every file may be written (a person approved the set if a
+ApproveWrites = Callable[[str, list[Path], CancelToken], "str | None"]
+"""``(call id, files, the call's cancel token)`` → None when every file may be written (a person approved the set if a
 rule asked), else the sentence saying which file was refused and why. Blocks the calling thread."""
 
 CallCheckpoint = tuple["Checkpointer", str, int]

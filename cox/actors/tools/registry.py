@@ -28,6 +28,9 @@ def specs(tools: dict[str, BaseTool]) -> list[ToolSpec]:
 
 def deferred_builtin_tools() -> dict[str, BaseTool]:
     """Built-in tools that wait behind ``tool_search`` (imported only when a session asks)."""
+    from .navigate import DefinitionTool, ReferencesTool
+    from .rename_symbol import RenameSymbolTool
     from .work_graph import WorkGraphTool
 
-    return {WorkGraphTool.name: WorkGraphTool()}
+    tools: list[BaseTool] = [WorkGraphTool(), DefinitionTool(), ReferencesTool(), RenameSymbolTool()]
+    return {t.name: t for t in tools}
