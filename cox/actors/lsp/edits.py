@@ -7,7 +7,8 @@ checked before any byte moves (:func:`plan`), and refused whole — with the rea
 - names a file that is not a local file inside the writable roots (``confine``), or one the
   file tools never write (``.git``, ``.cox``, cox's home: ``check_writable``);
 - carries a document version other than the one cox synced (or any version for a file cox never
-  opened: the server read that one from disk);
+  opened: the server read that one from disk); an edit with no version (``null``, as pyright
+  sends) is checked against the disk instead: a file that changed since is refused before writing;
 - holds an edit outside its file, or two edits that overlap.
 
 Otherwise every file's new text is computed first; :func:`apply` stages each new text in a
@@ -122,7 +123,7 @@ def plan(edit: Any, *, synced: Callable[[str], int | None], writable: Callable[[
             if ours is None and version is not None:
                 raise EditRefused(f"{uri}: the edit carries version {version}, but cox never opened that file "
                                   "with the server")
-            if ours is not None and version != ours:
+            if ours is not None and version is not None and version != ours:
                 raise EditRefused(f"{uri}: the edit is for version {version}, not the text cox synced "
                                   f"(version {ours}); the file changed, try again")
             by_uri.setdefault(uri, []).extend(raw.get("edits") or [])

@@ -90,10 +90,10 @@ class LspPool:
         if ref is None:
             return None
         try:
-            server = ref.proxy().server.get(timeout=5)
+            server, _ = ref.ask("get", timeout=5)
         except Exception:
             return None
-        return server if server.alive() else None
+        return server if server is not None and server.alive() else None
 
     def server(self, language: str, *, start: bool, restart: bool) -> Any:
         """The server for ``language``: the running one; else, with ``start`` (a first call) or
@@ -163,13 +163,15 @@ class LspPool:
             pass
         from .server import LspServerActor
 
-        server = self._launch(command)
-        try:
-            handle.start_child(ChildSpec(name, lambda: LspServerActor.start(server), restart=Restart.TEMPORARY,
-                                         shutdown_timeout=5.0), timeout=10.0)
-        except BaseException:
-            server.close()
-            raise
+        wait_s = max(self.settings.timeout_s, 10.0) + 10.0
+        ref = handle.start_child(ChildSpec(name, lambda: LspServerActor.start(lambda: self._launch(command)),
+                                           restart=Restart.TEMPORARY, shutdown_timeout=5.0), timeout=wait_s)
+        server, error = ref.ask("get", timeout=5)
+        if server is None:
+            self._terminate(name)
+            if isinstance(error, LspUnavailable):
+                raise error
+            raise LspUnavailable(f"the {language} language server did not start: {error}")
         with self._lock:
             self._children.add(name)
             closed = self._closed
@@ -235,7 +237,9 @@ class LspPool:
             ref = handle.whereis(name)
             if ref is not None:
                 try:
-                    ref.proxy().server.get(timeout=2).close()
+                    server, _ = ref.ask("get", timeout=2)
+                    if server is not None:
+                        server.close()
                 except Exception:
                     log.warning("could not stop a language server", name=name)
 

@@ -240,21 +240,34 @@ class LanguageServer:
 
 
 class LspServerActor(CoxActor):
-    """Owns one :class:`LanguageServer` under the ``lsp`` supervisor: it ends the server's
-    process group when it stops (the session ended, or the tree shut down)."""
+    """Owns one :class:`LanguageServer` under the ``lsp`` supervisor. The server's process is
+    spawned from this actor's own thread, which lives as long as the server should: bubblewrap's
+    ``--die-with-parent`` ends the sandboxed server when the thread that forked it ends, so a
+    server forked by a tool call's thread would die with that call. Stopping the actor (the
+    session ended, or the tree shut down) ends the server's process group, whatever way it stops."""
 
-    def __init__(self, server: LanguageServer) -> None:
+    def __init__(self, launch: Any) -> None:
         super().__init__()
-        self.server = server
+        self.launch = launch
+        self.server: LanguageServer | None = None
+        self.error: BaseException | None = None
+
+    def on_start(self) -> None:
+        try:
+            self.server = self.launch()
+        except Exception as exc:  # told to whoever started it (``"get"``), not a crash of the tree
+            self.error = exc
 
     def on_stop(self) -> None:
-        self.server.close()
+        if self.server is not None:
+            self.server.close()
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
-        self.server.close()
+        if self.server is not None:
+            self.server.close()
         super().on_failure(exception_type, exception_value, traceback)
 
     def on_receive(self, message: Any) -> Any:
-        if message == "pid":
-            return self.server.pid
+        if message == "get":
+            return self.server, self.error
         return None

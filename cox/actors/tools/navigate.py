@@ -27,7 +27,7 @@ MAX_ROWS = 100
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 
 _DECLARES: dict[str, str] = {
-    "python": r"^\s*(?:async\s+def|def|class)\s+{n}\b|^\s*{n}\s*(?::[^=\n]*)?=(?!=)|\bimport\s+(?:.*\bas\s+)?{n}\b",
+    "python": r"^\s*(?:async\s+def|def|class)\s+{n}\b|^\s*{n}\s*(?::[^=\n]*)?=(?!=)",
     "typescript": r"\b(?:function\*?|class|interface|type|enum|const|let|var|namespace)\s+{n}\b|^\s*(?:export\s+)?"
                   r"(?:async\s+)?{n}\s*\(",
     "rust": r"\b(?:fn|struct|enum|trait|type|const|static|mod|union|macro_rules!)\s+{n}\b|\blet\s+(?:mut\s+)?{n}\b",

@@ -1,0 +1,140 @@
+"""The LSP tools in a real session with a real server (basedpyright, as the project's set-up
+installs it): the first diagnostics call asks (it starts a server), later ones do not;
+after_edit reports the error an edit introduced and nothing for the edit that fixed it;
+definition and references across files; a rename across three files with one approval; a
+rename refused because one file is denied; and no server process outlives its session."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cox.actors.lsp.pool import LspSettings
+from cox.actors.tools.navigate import DefinitionTool, ReferencesTool
+from cox.actors.tools.registry import builtin_tools
+from cox.actors.tools.rename_symbol import RenameSymbolTool
+from cox.protocol import messages as m
+from cox.protocol.types import Decision
+from tests.harness import run_session
+from tests.procs import pids_with
+
+from .conftest import need
+
+pytestmark = pytest.mark.usefixtures("servers_on_path")
+
+A = "def area(w: int, h: int) -> int:\n    return w * h\n"
+B = "from a import area\n\nsize = area(2, 3)\n"
+C = "from a import area\nfrom b import size\n\nboth = area(size, 1)\n"
+
+
+def _project(ws: Path) -> None:
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "a.py").write_text(A)
+    (ws / "b.py").write_text(B)
+    (ws / "c.py").write_text(C)
+
+
+def _tools() -> dict[str, Any]:
+    tools = builtin_tools()
+    for t in (DefinitionTool(), ReferencesTool(), RenameSymbolTool()):
+        tools[t.name] = t
+    return tools
+
+
+def _reply(i: int, name: str, **input: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"id": f"t{i}", "name": name, "input": input}]}
+
+
+def _approve_all(approvals: list[Any]) -> Any:
+    def react(event: Any, handle: Any, run: Any) -> None:
+        if event.type == "approval_required":
+            approvals.append(event)
+            handle.submit(m.Approve(call_id=event.call.id, decision=Decision.ALLOW))
+    return react
+
+
+def _results(run: Any) -> dict[str, Any]:
+    return {e.call_id: e.result for e in run.of("tool_call_done")}
+
+
+def test_diagnostics_after_edit_navigation_and_a_three_file_rename(tmp_path: Path) -> None:
+    need("basedpyright-langserver")
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    home.mkdir()
+    _project(ws)
+    replies = [
+        _reply(1, "diagnostics", path="a.py"),
+        _reply(2, "edit", path="b.py", old_string="area(2, 3)", new_string='area("2", 3)'),
+        _reply(3, "edit", path="b.py", old_string='area("2", 3)', new_string="area(2, 3)"),
+        _reply(4, "diagnostics", path="b.py"),
+        _reply(5, "definition", path="c.py", line=4, col=8),
+        _reply(6, "references", path="a.py", line=1, col=5),
+        _reply(7, "rename_symbol", path="a.py", line=1, col=5, new_name="surface"),
+        {"text": "done"},
+    ]
+    approvals: list[Any] = []
+    settings = LspSettings(quiet_ms=300, after_edit=True, after_edit_ms=20000)
+    run = run_session(ws, home, replies, "go", react=_approve_all(approvals), tools=_tools(), lsp=settings)
+    results = _results(run)
+    for i in range(1, 8):
+        assert results[f"t{i}"].status.value == "ok", (i, results[f"t{i}"].visible)
+    asked = [(a.call.id, a.call.name) for a in approvals]
+    # diagnostics asked once (it started the server), each edit once, the rename once for its set
+    assert asked == [("t1", "diagnostics"), ("t2", "edit"), ("t3", "edit"), ("t7/files", "rename_symbol")], asked
+    assert sorted(Path(f).name for f in approvals[-1].call.input["files"]) == ["a.py", "b.py", "c.py"]
+    assert results["t1"].visible.endswith("a.py: no diagnostics")
+    introduced = results["t2"].visible
+    assert "new diagnostics from this change:" in introduced
+    assert "b.py:3:13: error:" in introduced and "reportArgumentType" in introduced
+    assert "new diagnostics" not in results["t3"].visible  # the fix introduced nothing
+    assert "b.py: no diagnostics" in results["t4"].visible
+    assert results["t5"].visible.splitlines() == ["a.py:1:5: def area(w: int, h: int) -> int:"]
+    refs = results["t6"].visible.splitlines()
+    assert {r.split(":")[0] for r in refs} == {"a.py", "b.py", "c.py"} and len(refs) == len(set(refs)) >= 5
+    assert "(no server" not in results["t6"].visible
+    assert "renamed to surface in 3 files" in results["t7"].visible
+    assert (ws / "a.py").read_text() == A.replace("area", "surface")
+    assert (ws / "b.py").read_text() == B.replace("area", "surface")
+    assert (ws / "c.py").read_text() == C.replace("area", "surface")
+    assert pids_with(str(ws)) == [] or not [p for p in pids_with("langserver") if _cwd(p) == ws]
+    assert not [p for p in pids_with("basedpyright") if _cwd(p) == ws]  # invariant 8: it ended with the session
+
+
+def _cwd(pid: int) -> Path | None:
+    try:
+        return Path(f"/proc/{pid}/cwd").resolve()
+    except OSError:
+        return None
+
+
+def test_a_rename_is_refused_whole_when_one_file_is_denied(tmp_path: Path) -> None:
+    need("basedpyright-langserver")
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    home.mkdir()
+    _project(ws)
+    replies = [_reply(1, "diagnostics", path="a.py"),
+               _reply(2, "rename_symbol", path="a.py", line=1, col=5, new_name="surface"), {"text": "done"}]
+    approvals: list[Any] = []
+    run = run_session(ws, home, replies, "go", react=_approve_all(approvals), tools=_tools(),
+                      deny=["Edit(c.py)"], lsp=LspSettings(quiet_ms=300))
+    result = _results(run)["t2"]
+    assert result.status.value == "denied", result.visible
+    assert "c.py" in result.visible and "Edit(c.py)" in result.visible
+    assert [a.call.id for a in approvals] == ["t1"]  # nobody was asked about a set that is refused anyway
+    assert [(ws / n).read_text() for n in ("a.py", "b.py", "c.py")] == [A, B, C]
+
+
+def test_no_server_means_a_grep_fallback_with_a_note(tmp_path: Path) -> None:
+    from .conftest import call, env_of, make_pool
+
+    _project(tmp_path)
+    pool = make_pool(tmp_path)  # nothing started: definition never starts a server
+    result = call(DefinitionTool(), env_of(tmp_path, pool), path="c.py", line=4, col=8)
+    lines = result.visible.splitlines()
+    assert lines[0] == "a.py:1:5: def area(w: int, h: int) -> int:" and len(lines) == 2
+    assert "(no server" in lines[1] and "name matches of 'area'" in lines[1]
+    assert pool.running("python") is None
+    assert shutil.which("true")
