@@ -6,6 +6,7 @@ rename refused because one file is denied; and no server process outlives its se
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from cox.actors.tools.registry import builtin_tools
 from cox.actors.tools.rename_symbol import RenameSymbolTool
 from cox.protocol import messages as m
 from cox.protocol.types import Decision
+from cox.supervisors.registry import registry
+from cox.surfaces.runtime import App
 from tests.harness import run_session
-from tests.procs import pids_with
 
 from .conftest import need
 
@@ -48,8 +50,40 @@ def _reply(i: int, name: str, **input: Any) -> dict[str, Any]:
     return {"tool_calls": [{"id": f"t{i}", "name": name, "input": input}]}
 
 
-def _approve_all(approvals: list[Any]) -> Any:
+def _tree(pid: int) -> set[int]:
+    """``pid`` and every process below it, now."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found, todo = {pid}, [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parents.items() if pp == p and c not in found]
+        found.update(kids)
+        todo.extend(kids)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _approve_all(approvals: list[Any], servers: list[set[int]] | None = None) -> Any:
     def react(event: Any, handle: Any, run: Any) -> None:
+        if servers is not None and event.type == "tool_call_done" and event.call_id == "t1":
+            ref = registry.whereis(f"root/lsp/{handle.session_id}:python")
+            assert ref is not None
+            server, _ = ref.ask("get", timeout=5)
+            servers.append(_tree(server.pid))
         if event.type == "approval_required":
             approvals.append(event)
             handle.submit(m.Approve(call_id=event.call.id, decision=Decision.ALLOW))
@@ -76,8 +110,20 @@ def test_diagnostics_after_edit_navigation_and_a_three_file_rename(tmp_path: Pat
         {"text": "done"},
     ]
     approvals: list[Any] = []
+    servers: list[set[int]] = []
     settings = LspSettings(quiet_ms=300, after_edit=True, after_edit_ms=20000)
-    run = run_session(ws, home, replies, "go", react=_approve_all(approvals), tools=_tools(), lsp=settings)
+    app = App(home / ".cox")
+    try:
+        run = run_session(ws, home, replies, "go", react=_approve_all(approvals, servers), tools=_tools(),
+                          lsp=settings, app=app)
+        assert run.handle is not None
+        run.handle.shutdown()  # the session ends; the application tree (and its lsp supervisor) lives on
+        # invariant 8: the server (bwrap, the launcher, node) ended with the session
+        assert len(servers) == 1 and len(servers[0]) >= 2, servers
+        assert [p for p in servers[0] if _alive(p)] == []
+        assert app.root.whereis("lsp") is not None
+    finally:
+        app.close()
     results = _results(run)
     for i in range(1, 8):
         assert results[f"t{i}"].status.value == "ok", (i, results[f"t{i}"].visible)
@@ -99,15 +145,6 @@ def test_diagnostics_after_edit_navigation_and_a_three_file_rename(tmp_path: Pat
     assert (ws / "a.py").read_text() == A.replace("area", "surface")
     assert (ws / "b.py").read_text() == B.replace("area", "surface")
     assert (ws / "c.py").read_text() == C.replace("area", "surface")
-    assert pids_with(str(ws)) == [] or not [p for p in pids_with("langserver") if _cwd(p) == ws]
-    assert not [p for p in pids_with("basedpyright") if _cwd(p) == ws]  # invariant 8: it ended with the session
-
-
-def _cwd(pid: int) -> Path | None:
-    try:
-        return Path(f"/proc/{pid}/cwd").resolve()
-    except OSError:
-        return None
 
 
 def test_a_rename_is_refused_whole_when_one_file_is_denied(tmp_path: Path) -> None:
