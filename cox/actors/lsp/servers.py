@@ -62,27 +62,28 @@ def _configured(servers: Mapping[str, Any], language: str) -> ServerCommand | No
     return ServerCommand(language, (str(command), *[str(a) for a in args or ()]), "config")
 
 
-def resolve(servers: Mapping[str, Any], language: str) -> ServerCommand | None:
-    """The server for ``language``: the user's, else the first default on PATH, else None."""
+def resolve(servers: Mapping[str, Any], language: str, path: str | None = None) -> ServerCommand | None:
+    """The server for ``language``: the user's, else the first default on PATH (``path``: that
+    search path instead of this process's), else None."""
     configured = _configured(servers, language)
     if configured is not None:
         return configured
     for argv in DEFAULTS.get(language, ()):
-        if shutil.which(argv[0]):
+        if shutil.which(argv[0], path=path):
             return ServerCommand(language, argv, "default")
     return None
 
 
-def status(servers: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+def status(servers: Mapping[str, Any], path: str | None = None) -> list[tuple[str, str, bool]]:
     """(language, what serves it or what was looked for, found) for ``cox doctor``."""
     rows = []
     for language in sorted({*DEFAULTS, *servers}):
         configured = _configured(servers, language)
         if configured is not None:
-            found = shutil.which(configured.argv[0]) is not None
+            found = shutil.which(configured.argv[0], path=path) is not None
             rows.append((language, f"{' '.join(configured.argv)} (from your config)", found))
             continue
-        chosen = resolve({}, language)
+        chosen = resolve({}, language, path)
         if chosen is not None:
             rows.append((language, " ".join(chosen.argv), True))
         else:
