@@ -6,8 +6,8 @@ Usage: ``fake_server.py MODE [ARG]``:
 - ``silent``: answers initialize and nothing after it: no diagnostics are ever pushed.
 - ``die-once MARKER``: the first process (MARKER absent) creates MARKER and exits when a file is
   opened, mid-call; the next one behaves as ``push``.
-- ``hostile EDIT.json``: as ``push``, and answers every rename with the WorkspaceEdit in EDIT.json
-  (``$ROOT`` in it is replaced by the workspace's URI).
+- ``hostile EDIT.json``: as ``push``, and answers every rename (and definition) with the JSON in
+  EDIT.json (``$ROOT`` in it is replaced by the workspace's URI).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ while True:
             os._exit(3)
         if MODE != "silent":
             push(doc["uri"], doc.get("version", 1))
-    elif method == "textDocument/rename" and MODE == "hostile":
+    elif method in ("textDocument/rename", "textDocument/definition") and MODE == "hostile":
         with open(ARG) as f:
             edit = json.loads(f.read().replace("$ROOT", root_uri))
         send({"jsonrpc": "2.0", "id": msg["id"], "result": edit})

@@ -134,3 +134,23 @@ def test_rename_is_refused_where_no_session_can_judge_the_files(tmp_path: Path) 
     result = call(RenameSymbolTool(), env_of(tmp_path, None), path="a.py", line=1, col=1, new_name="y")
     assert result.status is ToolStatus.DENIED and "no session can judge" in result.visible
     assert (tmp_path / "a.py").read_text() == "x = 1\n"
+
+
+def test_definition_prints_a_location_outside_the_roots_and_never_opens_it(hostile: tuple[Path, Any]) -> None:
+    from cox.actors.tools.navigate import DefinitionTool
+
+    base, env = hostile
+    (base / "outside.py").write_text("SECRET_TOKEN = 1\n")
+    here = {"line": 1, "character": 0}
+    (base / "edit.json").write_text(json.dumps([
+        {"uri": f"{ROOT}/../outside.py", "range": {"start": {"line": 0, "character": 0}, "end": here}},
+        {"uri": f"{ROOT}/a.py", "range": {"start": here, "end": here}},
+        {"uri": f"{ROOT}/a.py", "range": {"start": here, "end": here}},  # a duplicate
+        {"uri": "file:///etc/\u001b]0;pwned\u0007passwd", "range": {"start": here, "end": here}},
+    ]))
+    result = call(DefinitionTool(), env, path="a.py", line=2, col=7)
+    assert result.status is ToolStatus.OK, result.visible
+    rows = result.visible.splitlines()
+    assert len(rows) == 3 and any(r.startswith("a.py:2:1: print(") for r in rows), rows  # sorted, deduplicated
+    assert "SECRET_TOKEN" not in result.visible and "(outside the workspace or denied: not opened)" in result.visible
+    assert "\x1b" not in result.visible and "\x07" not in result.visible  # sanitised
