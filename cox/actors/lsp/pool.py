@@ -78,7 +78,9 @@ class LspPool:
     @classmethod
     def for_session(cls, s: Any) -> LspPool:
         """The pool of a session with settings ``s`` (``SessionSettings``): starts nothing."""
-        log_dir = Path(s.cox_home) / "logs" if s.cox_home is not None else None
+        from cox.actors.store.layout import cox_home
+
+        log_dir = Path(s.cox_home if s.cox_home is not None else cox_home()) / "logs"
         return cls(s.session_id, list(s.roots), LspSettings.of(s.lsp), sandbox_mode=s.sandbox_mode,
                    writable_roots=tuple(s.writable_roots), network=s.network, log_dir=log_dir)
 
