@@ -20,14 +20,15 @@ from cox.supervisors import CancelScope
 
 FAKE = Path(__file__).with_name("fake_server.py")
 VENV_BIN = str(Path(sys.executable).parent)
+NODE_BIN = str(Path(__file__).resolve().parents[2] / "node_modules" / ".bin")  # npm ci (package.json)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def servers_on_path() -> Iterator[None]:
-    """The virtualenv's bin folder (basedpyright-langserver, pylsp) on PATH, as an installed cox has."""
+    """The virtualenv's bin folder (basedpyright-langserver, pylsp) and the project's
+    node_modules/.bin (typescript-language-server) on PATH, as a machine with them installed has."""
     old = os.environ.get("PATH", "")
-    if VENV_BIN not in old.split(os.pathsep):
-        os.environ["PATH"] = VENV_BIN + os.pathsep + old
+    os.environ["PATH"] = os.pathsep.join([d for d in (VENV_BIN, NODE_BIN) if d not in old.split(os.pathsep)] + [old])
     yield
     os.environ["PATH"] = old
 
