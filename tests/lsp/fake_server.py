@@ -6,6 +6,7 @@ Usage: ``fake_server.py MODE [ARG]``:
 - ``silent``: answers initialize and nothing after it: no diagnostics are ever pushed.
 - ``die-once MARKER``: the first process (MARKER absent) creates MARKER and exits when a file is
   opened, mid-call; the next one behaves as ``push``.
+- ``die-always COUNTER``: appends a line to COUNTER at each start and exits when a file is opened.
 - ``hostile EDIT.json``: as ``push``, and answers every rename (and definition) with the JSON in
   EDIT.json (``$ROOT`` in it is replaced by the workspace's URI).
 """
@@ -48,6 +49,9 @@ def push(uri: str, version: int) -> None:
             "severity": 1, "source": "fake", "code": "E1", "message": "fake error\x1b[31m here"}]}})
 
 
+if MODE == "die-always":
+    with open(ARG, "a") as counter:
+        counter.write("started\n")
 while True:
     msg = read()
     if msg is None:
@@ -63,6 +67,8 @@ while True:
         break
     elif method in ("textDocument/didOpen", "textDocument/didChange"):
         doc = msg["params"]["textDocument"]
+        if MODE == "die-always":
+            os._exit(3)
         if MODE == "die-once" and not os.path.exists(ARG):
             open(ARG, "w").close()
             os._exit(3)

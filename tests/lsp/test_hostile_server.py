@@ -117,16 +117,53 @@ def test_a_server_that_dies_mid_call_is_started_again_once(tmp_path: Path) -> No
         shutdown()
 
 
-def test_a_server_that_never_reports_ends_at_the_deadline_with_a_note(tmp_path: Path) -> None:
+def test_a_server_that_keeps_dying_is_started_again_only_once_per_call(tmp_path: Path) -> None:
+    counter = tmp_path / "starts"
     (tmp_path / "a.py").write_text("x = 1\n")
-    pool = make_pool(tmp_path, fake("silent"), quiet_ms=0)
+    pool = make_pool(tmp_path, fake("die-always", str(counter)), quiet_ms=0)
+    try:
+        result = call(DiagnosticsTool(), env_of(tmp_path, pool), path="a.py")
+        assert result.status is ToolStatus.ERROR and "exited" in result.visible, result.visible
+        assert counter.read_text().count("started") == 2  # the first start and one restart, no more
+    finally:
+        pool.close()
+        shutdown()
+
+
+def test_a_server_that_never_reports_ends_at_the_deadline_and_adds_nothing_to_an_edit(tmp_path: Path) -> None:
+    from cox.actors.tools.edit import EditTool
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    pool = make_pool(tmp_path, fake("silent"), quiet_ms=0, after_edit=True, after_edit_ms=200)
     try:
         result = call(DiagnosticsTool(), env_of(tmp_path, pool), path="a.py", wait_ms=300)
         assert result.status is ToolStatus.OK, result.visible
         assert "had not finished within 300 ms" in result.visible
+        edited = call(EditTool(), env_of(tmp_path, pool), path="a.py", old_string="x = 1", new_string="x = 2")
+        assert edited.status is ToolStatus.OK and "new diagnostics" not in edited.visible  # a slow server adds nothing
+        assert (tmp_path / "a.py").read_text() == "x = 2\n"
     finally:
         pool.close()
         shutdown()
+
+
+def test_a_file_that_changes_while_the_approval_waits_refuses_the_rename(hostile: tuple[Path, Any]) -> None:
+    base, env = hostile
+    ws = base / "ws"
+    (base / "edit.json").write_text(json.dumps(_changes((f"{ROOT}/a.py", [_one(0, 0, 1, "Z")]),
+                                                        (f"{ROOT}/b.py", [_one(0, 0, 1, "Z")]))))
+
+    def approve_while_someone_edits(call_id: str, files: list[Path], cancel: Any) -> None:
+        (ws / "b.py").write_text("# changed by someone else\n")
+        return None
+
+    from dataclasses import replace
+
+    moving = replace(env, services=replace(env.services, approve_writes=approve_while_someone_edits))
+    a_before = (ws / "a.py").read_text()
+    result = call(RenameSymbolTool(), moving, path="a.py", line=1, col=1, new_name="Z")
+    assert result.status is ToolStatus.ERROR and "changed on disk while the rename waited" in result.visible
+    assert (ws / "a.py").read_text() == a_before and (ws / "b.py").read_text() == "# changed by someone else\n"
 
 
 def test_rename_is_refused_where_no_session_can_judge_the_files(tmp_path: Path) -> None:
