@@ -72,6 +72,7 @@ class LspPool:
         self._lock = threading.Lock()
         self._starting: dict[str, threading.Lock] = {}
         self._children: set[str] = set()
+        self._servers: dict[str, Any] = {}  # language -> the LanguageServer its actor owns
         self._closed = False
         self._handle: Any = None
 
@@ -87,14 +88,10 @@ class LspPool:
     # -- asking --
 
     def running(self, language: str) -> Any:
-        """The live server for ``language``, or None (never starts one)."""
-        ref = self._whereis(language)
-        if ref is None:
-            return None
-        try:
-            server, _ = ref.ask("get", timeout=5)
-        except Exception:
-            return None
+        """The live server for ``language``, or None (never starts one, never waits: the
+        session's thread asks this to rate a diagnostics call)."""
+        with self._lock:
+            server = self._servers.get(language)
         return server if server is not None and server.alive() else None
 
     def server(self, language: str, *, start: bool, restart: bool) -> Any:
@@ -120,10 +117,6 @@ class LspPool:
 
     def _child(self, language: str) -> str:
         return f"{self.session_id}:{language}"
-
-    def _whereis(self, language: str) -> Any:
-        handle = self._handle
-        return None if handle is None else handle.whereis(self._child(language))
 
     def _supervisor(self) -> Any:
         from cox.supervisors import NameTaken, SupervisorHandle, start_supervisor
@@ -176,6 +169,7 @@ class LspPool:
             raise LspUnavailable(f"the {language} language server did not start: {error}")
         with self._lock:
             self._children.add(name)
+            self._servers[language] = server
             closed = self._closed
         if closed:  # the session ended while this one started
             self._terminate(name)
@@ -245,15 +239,12 @@ class LspPool:
                 except Exception:
                     log.warning("could not stop a language server", name=name)
 
-    def kill(self, language: str) -> None:
-        """End ``language``'s server (tests and the bench: a server that dies mid-call)."""
-        self._terminate(self._child(language))
-
     def close(self) -> None:
         """Stop every server this session started. Idempotent; any thread."""
         with self._lock:
             self._closed = True
             names = list(self._children)
             self._children.clear()
+            self._servers.clear()
         for name in names:
             self._terminate(name)

@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -165,9 +166,13 @@ class RpcClient:
     # -- ending --
 
     def close(self) -> None:
-        """End the process group: TERM, a short grace, then KILL; reap it. Idempotent."""
+        """End the server and everything below it: TERM to its group, a short grace, then KILL
+        to the group and to every descendant (a sandboxed server's processes live in a session
+        of their own, which the group signal does not reach); reap it, and wait (bounded) until
+        none of them is left. Idempotent."""
         with self._lock:
             self.closed.set()
+        tree = _descendants(self.proc.pid)
         with contextlib.suppress(Exception):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
@@ -177,8 +182,14 @@ class RpcClient:
         except subprocess.TimeoutExpired:
             pass
         _killpg(self.proc.pid, signal.SIGKILL)  # whatever the server started in its group, too
+        for pid in tree | _descendants(self.proc.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5.0)
+        deadline = time.monotonic() + 5.0
+        while any(_running(pid) for pid in tree) and time.monotonic() < deadline:
+            time.sleep(0.01)
         with contextlib.suppress(Exception):
             assert self.proc.stdout is not None
             self.proc.stdout.close()
@@ -187,6 +198,44 @@ class RpcClient:
 def _killpg(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _parents() -> dict[int, int]:
+    out: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    out[int(entry)] = int(f.read().rpartition(b")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (not ``pid`` itself); empty where there is no /proc."""
+    try:
+        parents = _parents()
+    except OSError:
+        return set()
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        here = todo.pop()
+        for child, parent in parents.items():
+            if parent == here and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is still a live process (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _frame(stream: IO[bytes]) -> Any:
