@@ -127,7 +127,9 @@ class LanguageServer:
             uri = params.get("uri")
             diagnostics = params.get("diagnostics")
             version = params.get("version")
-            if isinstance(uri, str) and isinstance(diagnostics, list):
+            # Only files cox opened: a server pushing reports for countless other URIs must not
+            # make cox keep them all.
+            if isinstance(uri, str) and isinstance(diagnostics, list) and uri in self.docs:
                 with self._cond:
                     self.settle.pushed(uri, diagnostics, version if isinstance(version, int) else None, now)
                     self._cond.notify_all()
@@ -164,15 +166,14 @@ class LanguageServer:
             if known is not None and known[1] == text:
                 return uri, known[0], known[2]
             now = time.monotonic()
+            version = 1 if known is None else known[0] + 1
+            self.docs[uri] = (version, text, now)  # before the server can answer it
             if known is None:
-                version = 1
                 self.client.notify("textDocument/didOpen", {"textDocument": {
                     "uri": uri, "languageId": language_id, "version": version, "text": text}})
             else:
-                version = known[0] + 1
                 self.client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                               "contentChanges": [{"text": text}]})
-            self.docs[uri] = (version, text, now)
             return uri, version, now
 
     def resync_changed(self, language_id: str) -> None:
