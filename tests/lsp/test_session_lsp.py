@@ -27,9 +27,10 @@ from .conftest import need
 
 pytestmark = pytest.mark.usefixtures("servers_on_path")
 
-A = "def area(w: int, h: int) -> int:\n    return w * h\n"
+A = "def area(w: int, h: int) -> int:\n    return w * h\n\n\ndef helper() -> int:\n    return 1\n"
 B = "from a import area\n\nsize = area(2, 3)\n"
 C = "from a import area\nfrom b import size\n\nboth = area(size, 1)\n"
+D = "from a import helper\n\nONE = helper()\n"
 
 
 def _project(ws: Path) -> None:
@@ -37,6 +38,7 @@ def _project(ws: Path) -> None:
     (ws / "a.py").write_text(A)
     (ws / "b.py").write_text(B)
     (ws / "c.py").write_text(C)
+    (ws / "d.py").write_text(D)
 
 
 def _tools() -> dict[str, Any]:
@@ -107,6 +109,7 @@ def test_diagnostics_after_edit_navigation_and_a_three_file_rename(tmp_path: Pat
         _reply(5, "definition", path="c.py", line=4, col=8),
         _reply(6, "references", path="a.py", line=1, col=5),
         _reply(7, "rename_symbol", path="a.py", line=1, col=5, new_name="surface"),
+        _reply(8, "rename_symbol", path="a.py", line=5, col=5, new_name="assist"),  # d.py is denied
         {"text": "done"},
     ]
     approvals: list[Any] = []
@@ -115,7 +118,7 @@ def test_diagnostics_after_edit_navigation_and_a_three_file_rename(tmp_path: Pat
     app = App(home / ".cox")
     try:
         run = run_session(ws, home, replies, "go", react=_approve_all(approvals, servers), tools=_tools(),
-                          lsp=settings, app=app)
+                          deny=["Edit(d.py)"], lsp=settings, app=app)
         assert run.handle is not None
         run.handle.shutdown()  # the session ends; the application tree (and its lsp supervisor) lives on
         # invariant 8: the server (bwrap, the launcher, node) ended with the session
@@ -145,23 +148,11 @@ def test_diagnostics_after_edit_navigation_and_a_three_file_rename(tmp_path: Pat
     assert (ws / "a.py").read_text() == A.replace("area", "surface")
     assert (ws / "b.py").read_text() == B.replace("area", "surface")
     assert (ws / "c.py").read_text() == C.replace("area", "surface")
-
-
-def test_a_rename_is_refused_whole_when_one_file_is_denied(tmp_path: Path) -> None:
-    need("basedpyright-langserver")
-    ws, home = tmp_path / "ws", tmp_path / "home"
-    home.mkdir()
-    _project(ws)
-    replies = [_reply(1, "diagnostics", path="a.py"),
-               _reply(2, "rename_symbol", path="a.py", line=1, col=5, new_name="surface"), {"text": "done"}]
-    approvals: list[Any] = []
-    run = run_session(ws, home, replies, "go", react=_approve_all(approvals), tools=_tools(),
-                      deny=["Edit(c.py)"], lsp=LspSettings(quiet_ms=300))
-    result = _results(run)["t2"]
-    assert result.status.value == "denied", result.visible
-    assert "c.py" in result.visible and "Edit(c.py)" in result.visible
-    assert [a.call.id for a in approvals] == ["t1"]  # nobody was asked about a set that is refused anyway
-    assert [(ws / n).read_text() for n in ("a.py", "b.py", "c.py")] == [A, B, C]
+    # the second rename would touch a.py and d.py, which a deny rule covers: refused whole, nobody asked
+    refused = results["t8"]
+    assert refused.status.value == "denied", refused.visible
+    assert "d.py" in refused.visible and "Edit(d.py)" in refused.visible and "nothing was changed" in refused.visible
+    assert "helper" in (ws / "a.py").read_text() and (ws / "d.py").read_text() == D
 
 
 def test_no_server_means_a_grep_fallback_with_a_note(tmp_path: Path) -> None:
