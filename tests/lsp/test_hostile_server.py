@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +144,24 @@ def test_a_server_that_never_reports_ends_at_the_deadline_and_adds_nothing_to_an
         edited = call(EditTool(), env_of(tmp_path, pool), path="a.py", old_string="x = 1", new_string="x = 2")
         assert edited.status is ToolStatus.OK and "new diagnostics" not in edited.visible  # a slow server adds nothing
         assert (tmp_path / "a.py").read_text() == "x = 2\n"
+        # an interrupt ends a long wait at once, not at lsp.timeout_s
+        import threading
+
+        from cox.actors.lsp.server import uri_of
+
+        pool.settings = replace(pool.settings, timeout_s=600.0)
+        env = env_of(tmp_path, pool)
+        (tmp_path / "a.py").write_text("x = 3\n")
+        out: list[Any] = []
+        worker = threading.Thread(target=lambda: out.append(call(DiagnosticsTool(), env, path="a.py")))
+        worker.start()
+        server = pool.running("python")
+        deadline = time.monotonic() + 60
+        while server.docs.get(uri_of(tmp_path / "a.py"), (0, ""))[1] != "x = 3\n" and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the call has synced the new text and waits
+        env.cancel.cancel()
+        worker.join(60)
+        assert not worker.is_alive() and out and "had not finished" in out[0].visible
     finally:
         pool.close()
         shutdown()
@@ -156,8 +176,6 @@ def test_a_file_that_changes_while_the_approval_waits_refuses_the_rename(hostile
     def approve_while_someone_edits(call_id: str, files: list[Path], cancel: Any) -> None:
         (ws / "b.py").write_text("# changed by someone else\n")
         return None
-
-    from dataclasses import replace
 
     moving = replace(env, services=replace(env.services, approve_writes=approve_while_someone_edits))
     a_before = (ws / "a.py").read_text()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +194,15 @@ class LanguageServer:
     def pulls(self) -> bool:
         return bool(self.capabilities.get("diagnosticProvider"))
 
-    def diagnostics(self, path: Path, language_id: str, deadline: float) -> tuple[list[Any], bool]:
-        """The file's diagnostics (raw JSON) and whether they are complete by ``deadline``."""
+    def wake(self) -> None:
+        """Wake every wait for diagnostics (a cancelled call looks at its token again)."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def diagnostics(self, path: Path, language_id: str, deadline: float,
+                    cancelled: Callable[[], bool] = lambda: False) -> tuple[list[Any], bool]:
+        """The file's diagnostics (raw JSON) and whether they are complete by ``deadline``
+        (or until ``cancelled()``; :meth:`wake` makes a wait look again)."""
         uri, version, synced_at = self.sync(path, language_id)
         if self.pulls():
             left = deadline - time.monotonic()
@@ -204,15 +212,16 @@ class LanguageServer:
                 return [], False
             items = report.get("items") if isinstance(report, dict) else None
             return (list(items) if isinstance(items, list) else []), True
-        return self.pushed(uri, version, synced_at, deadline)
+        return self.pushed(uri, version, synced_at, deadline, cancelled)
 
-    def pushed(self, uri: str, version: int, synced_at: float, deadline: float) -> tuple[list[Any], bool]:
+    def pushed(self, uri: str, version: int, synced_at: float, deadline: float,
+               cancelled: Callable[[], bool] = lambda: False) -> tuple[list[Any], bool]:
         with self._cond:
             while True:
                 now = time.monotonic()
                 if self.settle.settled(uri, synced_at, version, now, self.quiet_s):
                     return list(self.settle.reports[uri].diagnostics), True
-                if now >= deadline or not self.client.alive():
+                if now >= deadline or not self.client.alive() or cancelled():
                     report = self.settle.reports.get(uri)
                     if not self.client.alive():
                         raise RpcClosed("the language server exited before its diagnostics settled")

@@ -78,7 +78,12 @@ class DiagnosticsTool(PathTool):
         started = time.monotonic()
 
         def ask(server: Any) -> tuple[list[Any], bool]:
-            result: tuple[list[Any], bool] = server.diagnostics(t.path, t.language_id, started + wait_s)
+            undo = env.cancel.on_cancel(server.wake)  # an interrupt ends the wait now
+            try:
+                result: tuple[list[Any], bool] = server.diagnostics(t.path, t.language_id, started + wait_s,
+                                                                    lambda: env.cancel.cancelled)
+            finally:
+                undo()
             return result
 
         try:
