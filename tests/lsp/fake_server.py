@@ -6,6 +6,7 @@ Usage: ``fake_server.py MODE [ARG]``:
 - ``silent``: answers initialize and nothing after it: no diagnostics are ever pushed.
 - ``die-once MARKER``: the first process (MARKER absent) creates MARKER and exits when a file is
   opened, mid-call; the next one behaves as ``push``.
+- ``pull``: advertises ``diagnosticProvider``, never pushes, answers ``textDocument/diagnostic``.
 - ``die-always COUNTER``: appends a line to COUNTER at each start and exits when a file is opened.
 - ``hostile EDIT.json``: as ``push``, and answers every rename (and definition) with the JSON in
   EDIT.json (``$ROOT`` in it is replaced by the workspace's URI).
@@ -59,8 +60,10 @@ while True:
     method = msg.get("method")
     if method == "initialize":
         root_uri = msg["params"].get("rootUri") or ""
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {
-            "textDocumentSync": 1, "renameProvider": True, "definitionProvider": True}}})
+        caps = {"textDocumentSync": 1, "renameProvider": True, "definitionProvider": True}
+        if MODE == "pull":
+            caps["diagnosticProvider"] = {"interFileDependencies": False, "workspaceDiagnostics": False}
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": caps}})
     elif method == "shutdown":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
     elif method == "exit":
@@ -72,8 +75,12 @@ while True:
         if MODE == "die-once" and not os.path.exists(ARG):
             open(ARG, "w").close()
             os._exit(3)
-        if MODE != "silent":
+        if MODE not in ("silent", "pull"):
             push(doc["uri"], doc.get("version", 1))
+    elif method == "textDocument/diagnostic":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"kind": "full", "items": [
+            {"range": {"start": {"line": 0, "character": 2}, "end": {"line": 0, "character": 3}},
+             "severity": 2, "source": "pulled", "message": "asked, not pushed"}]}})
     elif method in ("textDocument/rename", "textDocument/definition") and MODE == "hostile":
         with open(ARG) as f:
             edit = json.loads(f.read().replace("$ROOT", root_uri))

@@ -119,6 +119,17 @@ def test_a_server_that_dies_mid_call_is_started_again_once(tmp_path: Path) -> No
         shutdown()
 
 
+def test_a_server_with_diagnostic_provider_is_asked_instead(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    pool = make_pool(tmp_path, fake("pull"), quiet_ms=60_000)  # a push wait would not end in time
+    try:
+        result = call(DiagnosticsTool(), env_of(tmp_path, pool), path="a.py", wait_ms=20_000)
+        assert result.visible.splitlines() == ["a.py:1:3: warning: asked, not pushed [pulled]", "a.py: 1 warning"]
+    finally:
+        pool.close()
+        shutdown()
+
+
 def test_a_server_that_keeps_dying_is_started_again_only_once_per_call(tmp_path: Path) -> None:
     counter = tmp_path / "starts"
     (tmp_path / "a.py").write_text("x = 1\n")
