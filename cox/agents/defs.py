@@ -68,6 +68,9 @@ TOOL_KINDS: dict[str, str] = {
     "skill": "read-only",  # it reads a SKILL.md the person's folders or the workspace hold
     "list_mcp_resources": "read-only", "read_mcp_resource": "read-only",
     "bash": "per-call",  # the line's risk (cox.policy.bash); read-only lines run in a read-only sandbox
+    "diagnostics": "per-call",  # Exec while it would start its language's server, read-only once it runs
+    "definition": "read-only", "references": "read-only",
+    "rename_symbol": "writes",
     "write": "writes", "edit": "writes", "apply_patch": "writes",
     "web_fetch": "sends",  # Risk.EXEC: the URL itself carries data off the machine
     "tool_search": "enables",  # it turns on deferred tools, which are none of the above

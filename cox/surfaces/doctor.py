@@ -60,8 +60,25 @@ def checks(cwd: Path, env: dict[str, str] | None = None) -> list[tuple[str, str,
     rows.append(("ok" if ok else "warn", "checkpoints", why if ok else f"{why}: install git for /rewind of code"))
     if config is not None:
         rows += _mcp_rows(config, cwd, home)
+        rows += _lsp_rows(config, env)
     rg = shutil.which("rg")
     rows.append(("ok" if rg else "warn", "ripgrep", rg or "not found: grep uses the slower built-in search"))
+    return rows
+
+
+def _lsp_rows(config: Any, env: dict[str, str]) -> list[tuple[str, str, str]]:
+    """One ``lsp <language>`` row per language: the server the tools would start, or what is missing."""
+    from cox.actors.lsp.servers import status
+    from cox.policy.sanitize import sanitize
+
+    rows = []
+    for language, what, found in status(config.lsp.servers, env.get("PATH", os.defpath)):
+        if found:
+            rows.append(("ok", f"lsp {language}", sanitize(what)))
+        else:
+            rows.append(("warn", f"lsp {language}", sanitize(f"{what}: diagnostics, definition, references and "
+                         f"rename_symbol are unavailable for {language}; install it or set "
+                         f"[lsp.servers.{language}] in your config")))
     return rows
 
 

@@ -160,4 +160,5 @@ def settings_from(config: Any, cwd: Path, *, session_id: str | None = None, mode
         dedup_window_turns=config.context.dedup_window_turns,
         microcompact_after_turns=config.context.microcompact_after_turns,
         max_agent_depth=config.agents.max_depth,
+        lsp=config.lsp,
     )

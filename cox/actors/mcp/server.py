@@ -27,11 +27,10 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,14 +42,14 @@ from mcp import ClientSession, MCPError
 from mcp.shared.message import SessionMessage
 
 from cox.atomic import open_append
-from cox.policy.sandbox import SandboxPolicy, bwrap_argv, fail_closed_sentence, harden, read_deny_patterns
+from cox.policy.sandbox import SandboxPolicy
 from cox.protocol.interfaces import CancelToken
-from cox.protocol.types import SandboxMode
 from cox.supervisors import CoxActor
 
 from .config import McpServerSpec, Origin
 from .elicit import Ask, CoxClientSession, Elicitor
 from .launch import sandbox_for
+from .spawn import NoSandbox, child_env, sandbox_argv
 
 # The errors, the settings and the status board live in ``state.py`` (no SDK import there), so the
 # manager and the tools built from a cached listing do not import the SDK; re-exported here.
@@ -78,20 +77,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "TERM", "TMPDIR", "USER")
-"""What a stdio server inherits from cox's environment (plus ``LC_*`` and its own ``env``): no
-API keys or tokens of cox's leak into a third-party process."""
-
 _KILL_GRACE_S = 0.3
 T = TypeVar("T")
-
-
-def child_env(own: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a stdio server: the allowlisted variables of ``environ`` plus ``own``."""
-    environ = os.environ if environ is None else environ
-    env = {k: v for k, v in environ.items() if k in ENV_ALLOWLIST or k.startswith("LC_")}
-    env.update(own)
-    return env
 
 
 # -- stdio transport --------------------------------------------------------------------------------
@@ -182,19 +169,12 @@ class SandboxUnavailable(McpServerCrashed):
 
 
 def sandboxed(policy: SandboxPolicy, argv: list[str], *, cwd: Path) -> list[str]:
-    """A stdio server's argv inside the sandbox a shell command gets (masks, read-only
-    metadata, no capabilities); raises ``SandboxUnavailable`` when there is none here."""
-    if policy.mode is SandboxMode.DANGER_FULL_ACCESS:
-        return argv
-    from cox.actors.store.layout import cox_home
-    from cox.actors.tools.shell_env import sandbox_status
-
-    ok, why = sandbox_status()
-    if not ok:
-        raise SandboxUnavailable(fail_closed_sentence(why, "not started"))
-    full = harden(policy, cwd=cwd, home=Path.home(), cox_home=cox_home(), read_deny=read_deny_patterns(()),
-                  visible=[shutil.which(argv[0]) or argv[0], *argv[1:]] if argv else ())
-    return bwrap_argv(full, argv, cwd=cwd)
+    """A stdio server's argv inside the sandbox (``spawn.sandbox_argv``); raises
+    ``SandboxUnavailable`` when there is none here."""
+    try:
+        return sandbox_argv(policy, argv, cwd=cwd)
+    except NoSandbox as exc:
+        raise SandboxUnavailable(str(exc)) from None
 
 
 class Connection:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
+from cox.actors.lsp.approvals import AskWrites, WriteApprovals
+from cox.actors.lsp.pool import LspPool
 from cox.actors.provider.stream import ProviderStreamActor
 from cox.actors.store import messages as sm
 from cox.actors.tools.base import BaseTool, DeferredTool, ToolEnv, ToolServices
@@ -83,6 +85,7 @@ class SessionActor(CoxActor):
         self.hooks = hooks
         self.jobs = Jobs()
         self.tmp = SessionTmp(settings.session_id)
+        self.lsp, self.write_approvals = LspPool.for_session(settings), WriteApprovals(self)  # start nothing
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints, store)
@@ -104,7 +107,8 @@ class SessionActor(CoxActor):
             deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
             ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.lazy_agents,
             read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
-            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep),
+            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep), lsp=self.lsp,
+            approve_writes=self.write_approvals.approve,
         )
         self.deferred = deferred
         if resumed is not None:
@@ -152,6 +156,8 @@ class SessionActor(CoxActor):
         self.lazy_agents.close_all()
         getattr(self.hooks, "close", lambda: None)()  # its hook sandbox (a child's hooks are its parent's)
         self.checkpoints.close()
+        self.write_approvals.cancel_all()
+        self.lsp.close()
         stopped = self.jobs.stop_all()
         if stopped:
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
@@ -181,6 +187,7 @@ class SessionActor(CoxActor):
             self.lazy_agents.close_all()
             getattr(self.hooks, "close", lambda: None)()
             self.jobs.stop_all()
+            self.lsp.close()
             self.tmp.remove()
         except Exception:
             log.exception("session cleanup after a failure failed")
@@ -198,6 +205,10 @@ class SessionActor(CoxActor):
                     self.recorder.emit(event)
             case m.Approve() if self.lazy_agents.made is not None and self.lazy_agents.made.route(message):
                 pass  # a subagent's call: the child has the answer
+            case m.Approve() if self.write_approvals.route(message):
+                pass  # the files a running rename_symbol writes (lsp/approvals.py)
+            case AskWrites():
+                self.recorder.emit(m.ApprovalRequired(call=message.call, reason=message.reason))
             case m.Interrupt():
                 if self.lazy_agents.made is not None:
                     self.lazy_agents.made.interrupt_all()  # every child, in the same broadcast as the turn

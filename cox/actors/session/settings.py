@@ -58,6 +58,8 @@ class SessionSettings:
     main model fails as overloaded or unavailable after its retries."""
     max_agent_depth: int = 1
     """How deep subagents may nest (``agents.max_depth``): a session at that depth has no agent tool."""
+    lsp: Any = None
+    """``[lsp]`` of the config (``LspConfig``): the session's language servers; None: the defaults."""
     open_url: Callable[[str], str | None] | None = None
     """Opens a URL an MCP server asked for, once the person chose open (URL elicitation); returns
     why it could not, or None. Default: the system browser (``questions.open_in_browser``)."""

@@ -155,6 +155,11 @@ class ApplyPatchTool(BaseTool):
             return []
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        from cox.actors.lsp.after_edit import run_with
+
+        return run_with(self, call, env, lambda: self._call(call, env))  # lsp.after_edit
+
+    def _call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         from .patch import PatchError, PatchParseError, apply_patch
 
         text = _text(call.input)

@@ -31,6 +31,7 @@ from cox.slim import dataclass
 if TYPE_CHECKING:
     import concurrent.futures
 
+    from cox.actors.lsp.pool import LspPool
     from cox.actors.store.checkpoints import Checkpointer
     from cox.agents.runner import AgentRunner
     from cox.policy.reads import ReadGuard
@@ -45,6 +46,10 @@ ArchivePut = Callable[[bytes], str]
 Ask = Callable[[dict[str, Any]], "concurrent.futures.Future[dict[str, Any]]"]
 """Puts an MCP server's elicitation to the person (``mcp/elicit.py``); the future settles with
 the ``ElicitResult`` fields."""
+
+ApproveWrites = Callable[[str, list[Path], CancelToken], "str | None"]
+"""``(call id, files, the call's cancel token)`` → None when every file may be written (a person approved the set if a
+rule asked), else the sentence saying which file was refused and why. Blocks the calling thread."""
 
 CallCheckpoint = tuple["Checkpointer", str, int]
 """``(checkpointer, session_id, turn)``: where a writing call's pre-images go."""
@@ -93,6 +98,11 @@ class ToolServices:
     """Variables a command keeps beyond the safe set (``shell.env_keep``)."""
     agents: AgentRunner | None = None
     """The parent session's subagents (``cox.agents.runner``); None: this surface has none."""
+    lsp: LspPool | None = None
+    """The session's language servers (``cox.actors.lsp.pool``); None: this surface runs none."""
+    approve_writes: ApproveWrites | None = None
+    """Judges files a call will write that were unknown when it was admitted (rename_symbol):
+    None where no session can judge them (``cox mcp serve``)."""
 
 
 @dataclass

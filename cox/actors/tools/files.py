@@ -136,6 +136,11 @@ class WriteTool(PathTool):
         return Risk.WRITE
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        from cox.actors.lsp.after_edit import run_with
+
+        return run_with(self, call, env, lambda: self._call(call, env))  # lsp.after_edit
+
+    def _call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         path = resolve(call.input, env)
         check_writable(path, env.roots, env.services.writable_roots)
         content = call.input.get("content")

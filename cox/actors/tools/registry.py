@@ -8,6 +8,7 @@ from .apply_patch import ApplyPatchTool
 from .base import BaseTool
 from .bash import BashTool
 from .deferred import ToolSearchTool
+from .diagnostics import DiagnosticsTool
 from .edit import EditTool
 from .files import ReadTool, WriteTool
 from .search import GlobTool, GrepTool, LsTool
@@ -17,7 +18,7 @@ from .web import WebFetchTool
 
 def builtin_tools() -> dict[str, BaseTool]:
     tools: list[BaseTool] = [ReadTool(), WriteTool(), EditTool(), ApplyPatchTool(), BashTool(), GrepTool(),
-                             GlobTool(), LsTool(), WebFetchTool(), TodoWriteTool(), ToolSearchTool()]
+                             GlobTool(), LsTool(), WebFetchTool(), TodoWriteTool(), ToolSearchTool(), DiagnosticsTool()]
     return {t.name: t for t in tools}
 
 
@@ -27,6 +28,9 @@ def specs(tools: dict[str, BaseTool]) -> list[ToolSpec]:
 
 def deferred_builtin_tools() -> dict[str, BaseTool]:
     """Built-in tools that wait behind ``tool_search`` (imported only when a session asks)."""
+    from .navigate import DefinitionTool, ReferencesTool
+    from .rename_symbol import RenameSymbolTool
     from .work_graph import WorkGraphTool
 
-    return {WorkGraphTool.name: WorkGraphTool()}
+    tools: list[BaseTool] = [WorkGraphTool(), DefinitionTool(), ReferencesTool(), RenameSymbolTool()]
+    return {t.name: t for t in tools}
