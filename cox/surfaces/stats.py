@@ -3,19 +3,12 @@ well each session's prompt cache hit."""
 
 from __future__ import annotations
 
-import datetime
 import json
-import time
 from typing import Any
 
+from cox.actors.session.ledger import period_start
 from cox.actors.store import db
 from cox.actors.store.layout import Layout, cox_home
-
-
-def _since(period: str, now: float | None = None) -> float:
-    today = datetime.datetime.fromtimestamp(now if now is not None else time.time()).date()
-    start = today.replace(day=1) if period == "month" else today
-    return datetime.datetime.combine(start, datetime.time()).timestamp()
 
 
 def run(args: Any) -> int:
@@ -48,7 +41,7 @@ def _run(args: Any) -> int:
                       f"{r['title'][:40]}")
             return 0
         period = "month" if getattr(args, "month", False) else "day"
-        rows = db.usage_by_model(conn, _since(period))
+        rows = db.usage_by_model(conn, period_start(period))
     finally:
         conn.close()
     if args.json:

@@ -111,19 +111,14 @@ class SessionActor(CoxActor):
             approve_writes=self.write_approvals.approve,
         )
         self.deferred = deferred
-        if resumed is not None:
+        if resumed is not None:  # the deferred tools it had loaded are loaded again, as before the resume
             from cox.actors.tools.deferral import used_in
 
-            for name in used_in(resumed.history, deferred):  # loaded again, as before the resume
-                self.tools[name] = deferred[name]
+            self.tools.update((name, deferred[name]) for name in used_in(resumed.history, deferred))
         guard = engine.read_guard() if hasattr(engine, "read_guard") else None
         assembler = Assembler.for_session(settings, specs(tools), guard)
-        # A repeated read is answered from the earlier result only while that result is still
-        # sent whole (microcompaction has not turned it into a pointer yet).
-        window = settings.dedup_window_turns
-        if settings.microcompact_after_turns > 0:
-            window = min(window, settings.microcompact_after_turns)
-        self.machine = TurnMachine(settings, tools, deferred, MachinePorts(self), assembler, ReadCache(window), resumed,
+        reads = ReadCache.for_session(settings.dedup_window_turns, settings.microcompact_after_turns)
+        self.machine = TurnMachine(settings, tools, deferred, MachinePorts(self), assembler, reads, resumed,
                                    has_hooks=hooks is not None, purse=self.lineage.purse)
 
     # ------------------------------------------------------------------ life cycle
@@ -141,27 +136,29 @@ class SessionActor(CoxActor):
                     raise
                 log.error("store open failed", error=str(exc))
             if self.s.monthly_budget_usd is not None:
-                import datetime
+                from .ledger import period_start
 
-                first = datetime.date.today().replace(day=1)
-                since = datetime.datetime.combine(first, datetime.time()).timestamp()
-                spent: Any = store.ask(sm.SpentSince(since), timeout=10)
+                spent: Any = store.ask(sm.SpentSince(period_start("month")), timeout=10)
                 self.machine.ledger.month_spent = float(spent)
         # A subagent works beside its parent and siblings by design: no "other sessions" notice.
         alone = isinstance(others, list) and not self.lineage.parent_id
         self._apply(self.machine.opened(others if alone else []))
 
-    def on_stop(self) -> None:
-        self._apply(self.machine.closing_down())
+    def _release(self) -> None:
+        """End and remove what the session started: its children, hook sandbox (a child's hooks
+        are its parent's), checkpoint writer, rename approvals, language servers, background jobs and temp folder."""
         self.lazy_agents.close_all()
-        getattr(self.hooks, "close", lambda: None)()  # its hook sandbox (a child's hooks are its parent's)
+        getattr(self.hooks, "close", lambda: None)()
         self.checkpoints.close()
         self.write_approvals.cancel_all()
         self.lsp.close()
-        stopped = self.jobs.stop_all()
-        if stopped:
+        if stopped := self.jobs.stop_all():
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
         self.tmp.remove()
+
+    def on_stop(self) -> None:
+        self._apply(self.machine.closing_down())
+        self._release()
         store = self.store()
         if store is not None:
             try:
@@ -184,11 +181,7 @@ class SessionActor(CoxActor):
                 log.exception("session failure handling failed")
         self.holder.finished.set()
         try:  # on_stop does not run after a failure: what it would end and remove, end and remove here
-            self.lazy_agents.close_all()
-            getattr(self.hooks, "close", lambda: None)()
-            self.jobs.stop_all()
-            self.lsp.close()
-            self.tmp.remove()
+            self._release()
         except Exception:
             log.exception("session cleanup after a failure failed")
         super().on_failure(exception_type, exception_value, traceback)
@@ -401,11 +394,7 @@ class SessionActor(CoxActor):
         if self.sandbox_warned or self.s.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS:
             return
         self.sandbox_warned = True
-        from cox.actors.tools.shell_env import sandbox_status
+        from cox.actors.tools.shell_env import sandbox_warning
 
-        ok, why = sandbox_status()
-        if not ok:
-            from cox.policy.sandbox import fail_closed_sentence
-
-            self.recorder.emit(m.Notice(level="warning", message=f"shell commands are {fail_closed_sentence(why)} "
-                                                                 "(`cox doctor` checks it again)"))
+        if (warning := sandbox_warning()) is not None:
+            self.recorder.emit(m.Notice(level="warning", message=warning))

@@ -17,6 +17,14 @@ class ReadCache:
         self.window = window_turns
         self._seen: dict[tuple[str, str], tuple[int, str, str]] = {}
 
+    @classmethod
+    def for_session(cls, dedup_window_turns: int, microcompact_after_turns: int) -> ReadCache:
+        """A repeated read is answered from the earlier result only while that result is still
+        sent whole (microcompaction has not turned it into a pointer yet)."""
+        if microcompact_after_turns > 0:
+            return cls(min(dedup_window_turns, microcompact_after_turns))
+        return cls(dedup_window_turns)
+
     @staticmethod
     def _key(call: ToolCall) -> tuple[str, str]:
         return call.name, json.dumps(call.input, sort_keys=True, default=str)

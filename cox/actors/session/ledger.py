@@ -17,6 +17,17 @@ if TYPE_CHECKING:
     from cox.protocol.model import UsageDelta
 
 
+def period_start(period: str, now: float | None = None) -> float:
+    """The local midnight that starts today (``day``) or this calendar month (``month``), as a
+    timestamp: where the monthly cap and ``cox stats`` begin counting."""
+    import datetime
+    import time
+
+    today = datetime.datetime.fromtimestamp(now if now is not None else time.time()).date()
+    start = today.replace(day=1) if period == "month" else today
+    return datetime.datetime.combine(start, datetime.time()).timestamp()
+
+
 class Purse:
     """What a tree of sessions — a parent and its subagents — spent together. Shared by their
     ledgers across threads; each judges its next request by the tree's spend."""

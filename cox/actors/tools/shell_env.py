@@ -138,6 +138,17 @@ def sandbox_status() -> tuple[bool, str]:
         return _sandbox
 
 
+def sandbox_warning() -> str | None:
+    """What a session tells the person before its first shell command when the sandbox cannot
+    run here (commands then fail closed), or None when it works."""
+    ok, why = sandbox_status()
+    if ok:
+        return None
+    from cox.policy.sandbox import fail_closed_sentence
+
+    return f"shell commands are {fail_closed_sentence(why)} (`cox doctor` checks it again)"
+
+
 def reset_for_tests() -> None:
     global _login_env, _login_note, _sandbox
     with _lock:
