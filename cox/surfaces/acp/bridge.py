@@ -1,0 +1,132 @@
+"""The client's ``fs/*`` under cox's file tools, when the client offers them.
+
+A client that can write text files (``fs.writeTextFile``) gets every file write of the session:
+``write``, ``edit`` and ``apply_patch`` run as they always do — the path confined to the
+workspace roots (``policy.paths.confine``), ``.git``/``.cox``/cox's home refused, the engine's
+decision and the person's approval first, the file's pre-image checkpointed so ``/rewind``
+restores it — and only once that call succeeded is the file's new text sent with
+``fs/write_text_file``, so the editor's buffer shows it (and the editor saves it). A call that was
+refused, confined away or failed sends nothing: the client never hears of a path outside the
+workspace.
+
+Reads stay cox's own (the disk, through the read tool's confinement and Read deny rules): the
+client's ``fs/read_text_file`` is not used yet, so an unsaved buffer is not what the model reads.
+
+The tools run on actor threads; the client's requests run on the connection's loop: each bridge
+call waits for its answer at most :data:`CLIENT_TIMEOUT_S`, and a cancelled call stops waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cox.actors.tools.base import BaseTool, ToolEnv
+from cox.protocol.types import ToolCall, ToolResult
+
+__all__ = ["CLIENT_TIMEOUT_S", "bridged"]
+
+log = logging.getLogger(__name__)
+
+CLIENT_TIMEOUT_S = 30.0
+WRITERS = ("write", "edit", "apply_patch")
+
+
+class _Client:
+    """Runs the client's fs requests on the connection's loop from a tool's thread."""
+
+    def __init__(self, conn: Callable[[], Any], loop: asyncio.AbstractEventLoop, session_id: str) -> None:
+        self.conn = conn
+        self.loop = loop
+        self.session_id = session_id
+
+    def call(self, env: ToolEnv, make: Callable[[Any], Any]) -> Any:
+        future = asyncio.run_coroutine_threadsafe(make(self.conn()), self.loop)
+        waited = 0.0
+        while True:
+            if env.cancel.cancelled:
+                future.cancel()
+                raise concurrent.futures.CancelledError()
+            try:
+                return future.result(timeout=0.05)
+            except concurrent.futures.TimeoutError:
+                waited += 0.05
+                if waited >= CLIENT_TIMEOUT_S:
+                    future.cancel()
+                    raise
+
+
+class _Bridged(BaseTool):
+    """``inner`` as the model sees it (name, schema, risk, subject, writes), with the client on
+    the side (see the module's docstring)."""
+
+    def __init__(self, inner: BaseTool, client: _Client, *, writes: bool) -> None:
+        self.inner = inner
+        self.client = client
+        self.writes_client = writes
+        for attr in ("name", "description", "input_schema", "parallel", "required", "server", "trusted"):
+            setattr(self, attr, getattr(inner, attr))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def check(self, call_input: dict[str, Any]) -> None:
+        self.inner.check(call_input)
+
+    def risk(self, call_input: dict[str, Any]) -> Any:
+        return self.inner.risk(call_input)
+
+    def subject(self, call_input: dict[str, Any], env: ToolEnv) -> str:
+        return self.inner.subject(call_input, env)
+
+    def writes(self, call: ToolCall, env: ToolEnv) -> list[Path] | None:
+        return self.inner.writes(call, env)
+
+    def describe(self, call: ToolCall, env: ToolEnv) -> ToolCall:
+        return self.inner.describe(call, env)
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        paths = self._targets(call, env) if self.writes_client else []
+        result = self.inner.call(call, env)
+        if result.ok:
+            for path in paths:
+                self._send(path, env)
+        return result
+
+    def _targets(self, call: ToolCall, env: ToolEnv) -> list[Path]:
+        try:
+            found = self.inner.writes(call, env)
+        except Exception:
+            return []
+        return list(found or [])
+
+    def _send(self, path: Path, env: ToolEnv) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return  # deleted, or not text: the editor reloads it from disk
+        c = self.client
+        try:
+            c.call(env, lambda conn: conn.write_text_file(session_id=c.session_id, path=str(path), content=text))
+        except Exception as exc:
+            log.warning("fs/write_text_file %s failed: %s", path, exc)
+
+
+def bridged(tools: dict[str, BaseTool], caps: Any, conn: Callable[[], Any], *, asyncio_loop: Any,
+            session_id: str) -> dict[str, BaseTool]:
+    """``tools`` with the file tools bridged to what the client offers (``caps.fs``)."""
+    fs = getattr(caps, "fs", None)
+    writes = bool(getattr(fs, "write_text_file", False))
+    if not writes:
+        return tools
+    client = _Client(conn, asyncio_loop, session_id)
+    out = dict(tools)
+    for name in WRITERS if writes else ():
+        tool = tools.get(name)
+        if tool is not None:
+            out[name] = _Bridged(tool, client, writes=True)
+    return out
