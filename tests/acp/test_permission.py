@@ -1,0 +1,94 @@
+"""``session/request_permission`` for every approval, answered each way, and ``session/cancel``
+during a running ``sleep``: stopReason ``cancelled`` and nothing left running."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+from acp import text_block
+
+from tests.waits import BOUND_S
+
+from .driver import Editor, agent, run, script
+
+
+def _bash(cid: str, command: str) -> dict[str, object]:
+    return {"tool_calls": [{"id": cid, "name": "bash", "input": {"command": command}}]}
+
+
+def test_each_answer_is_the_sessions_own_decision(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    s = script(tmp_path / "s.json", [
+        _bash("a1", "touch once"), {"text": "ok"},                       # allow once
+        _bash("a2", "touch always"), {"text": "ok"},                     # allow always: the session grant
+        _bash("a3", "touch always"), {"text": "ok"},                     # the grant holds: not asked
+        _bash("a4", "touch rejected"),                                   # reject once: the turn ends
+        _bash("a5", "touch never"),                                      # reject always: denied, the turn ends
+        _bash("a6", "touch never"), {"text": "ok"},                      # denied again without asking; goes on
+        _bash("a7", "touch rejected"), {"text": "ok"},                   # reject once was once: asked again
+    ])
+    editor = Editor(["allow_once", "allow_always", "reject_once", "reject_always", "allow_once"])
+
+    async def go() -> list[str]:
+        async with agent(editor, ws, s) as conn:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            stops = []
+            for _ in range(7):
+                stops.append((await conn.prompt(session_id=sid, prompt=[text_block("go")])).stop_reason)
+            return stops
+
+    assert run(go()) == ["end_turn"] * 7
+    assert [c.tool_call_id for c in editor.asked] == ["a1", "a2", "a4", "a5", "a7"]
+    assert {p.name for p in ws.iterdir()} - {".cox"} == {"once", "always", "rejected"}  # "rejected" by a7
+    failed = {u.tool_call_id for u in editor.of("tool_call_update") if u.status == "failed"}
+    assert failed == {"a4", "a5", "a6"}
+    rollout = next((tmp_path / "cox-home").rglob("*.jsonl")).read_text()
+    assert "rejected `touch never` for this session" in rollout  # what the model was told for a6
+
+
+def _running(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+def test_cancel_during_a_running_sleep_ends_it(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = "sleep 47.251"
+    s = script(tmp_path / "s.json", [_bash("z1", marker), {"text": "after"}])
+    editor = Editor(["allow_once"])
+
+    async def go() -> str:
+        async with agent(editor, ws, s) as conn:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait")]))
+            async def started() -> None:
+                while not _running(marker):
+                    await asyncio.sleep(0.02)
+            await asyncio.wait_for(started(), BOUND_S)
+            await conn.cancel(session_id=sid)
+            answer = await asyncio.wait_for(prompt, BOUND_S)
+            assert not _running(marker)  # the sleep ended before the prompt was answered
+            return str(answer.stop_reason)
+
+    assert run(go()) == "cancelled"
+    assert not _running(marker)
+    ended = [u for u in editor.of("tool_call_update") if u.tool_call_id == "z1"]
+    assert ended and ended[-1].status == "failed"
+
+
+def test_a_cancelled_permission_request_runs_nothing(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    s = script(tmp_path / "s.json", [_bash("c1", "touch nope")])
+    editor = Editor(["cancel"])
+
+    async def go() -> str:
+        async with agent(editor, ws, s) as conn:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            return str((await conn.prompt(session_id=sid, prompt=[text_block("go")])).stop_reason)
+
+    assert run(go()) == "end_turn"
+    assert not (ws / "nope").exists()
