@@ -120,8 +120,6 @@ class Translator:
             return [] if self.parent is not None else [h.update_agent_thought_text(sanitize(event.text))]
         if t == "user_message" and self.replay and self.parent is None:
             return [h.update_user_message_text(sanitize(event.text))]
-        if t == "assistant_message" and self.replay and self.parent is None:
-            return self._replayed_message(event.content)
         if t in ("tool_call_requested", "tool_call_edited"):
             return self._requested(event.call, edited=t == "tool_call_edited")
         if t == "tool_call_output":
@@ -133,16 +131,6 @@ class Translator:
         if t == "error" and self.parent is None:
             return [h.update_agent_message_text(f"\n\ncox: error: {sanitize(event.message)}\n")]
         return []
-
-    def _replayed_message(self, content: list[dict[str, Any]]) -> list[Any]:
-        """A stored reply's text and thinking (live, the deltas carried them)."""
-        out: list[Any] = []
-        for block in content:
-            if block.get("type") == "text" and block.get("text"):
-                out.append(h.update_agent_message_text(sanitize(str(block["text"]))))
-            elif block.get("type") == "thinking" and block.get("thinking"):
-                out.append(h.update_agent_thought_text(sanitize(str(block["thinking"]))))
-        return out
 
     def _requested(self, call: Any, *, edited: bool) -> list[Any]:
         cid = self.prefix + call.id
