@@ -1,0 +1,47 @@
+"""Attack: a hostile model writes outside the workspace through ``cox acp``'s client fs bridge.
+
+The editor (the ACP client) offers ``fs/write_text_file`` and approves everything, and the
+session runs in ``bypassPermissions``: the only guard left is the file tools' confinement, which
+runs before anything is sent to the client. Every way out — an absolute path, ``..``, a symlink
+in the workspace pointing out, an ``apply_patch`` adding a file outside — must land neither on
+disk nor in the client's buffers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acp import text_block
+
+from tests.acp.driver import Editor, agent, run, script
+
+
+def test_a_write_outside_the_workspace_reaches_neither_the_buffer_nor_the_disk(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    (ws / "link").symlink_to(outside, target_is_directory=True)
+    patch = f"*** Begin Patch\n*** Add File: {outside / 'm4'}\n+pwned\n*** End Patch\n"
+    calls = [
+        {"id": "x1", "name": "write", "input": {"path": str(outside / "m1"), "content": "pwned"}},
+        {"id": "x2", "name": "write", "input": {"path": "../outside/m2", "content": "pwned"}},
+        {"id": "x3", "name": "write", "input": {"path": "link/m3", "content": "pwned"}},
+        {"id": "x4", "name": "apply_patch", "input": {"patch": patch}},
+        {"id": "x5", "name": "edit", "input": {"path": "link/../../outside/m5", "old_string": "",
+                                                "new_string": "pwned"}},
+        {"id": "ok", "name": "write", "input": {"path": "inside.txt", "content": "fine"}},
+    ]
+    s = script(tmp_path / "s.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
+    editor = Editor(["allow_always"] * 10, fs=True)
+
+    async def go() -> None:
+        async with agent(editor, ws, s, "--permission-mode", "bypassPermissions") as conn:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("go")])
+
+    run(go())
+    assert list(outside.iterdir()) == []
+    assert editor.buffers == {str(ws / "inside.txt"): "fine"}  # the bridge works; nothing else passed it
+    statuses = {u.tool_call_id: u.status for u in editor.of("tool_call_update") if u.status}
+    assert statuses == {"x1": "failed", "x2": "failed", "x3": "failed", "x4": "failed", "x5": "failed",
+                        "ok": "completed"}
