@@ -51,10 +51,10 @@ def mode_state(current: str) -> Any:
                             available_modes=[SessionMode(id=i, name=n, description=d) for i, n, d in MODES])
 
 
-def _call_update(call: Any) -> ToolCallUpdate:
+def _call_update(call: Any, shown_id: str) -> ToolCallUpdate:
     from .updates import kind_of
 
-    return ToolCallUpdate(tool_call_id=call.id, title=sanitize(f"{call.name} {call.subject}".strip())[:300],
+    return ToolCallUpdate(tool_call_id=shown_id, title=sanitize(f"{call.name} {call.subject}".strip())[:300],
                           kind=kind_of(call.name), status="pending", raw_input=dict(call.input or {}))  # type: ignore[arg-type]
 
 
@@ -140,7 +140,8 @@ class AcpSession:
             self.handle.submit(denied_before(call, key))
             return
         try:
-            response = await self.conn.request_permission(self.id, _call_update(call), OPTIONS)
+            response = await self.conn.request_permission(self.id, _call_update(call, self.translator.shown_id(call.id)),
+                                                            OPTIONS)
             outcome = response.outcome
         except Exception as exc:  # the client failed the request: nobody allowed the call
             log.warning("session/request_permission failed: %s", exc)

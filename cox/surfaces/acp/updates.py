@@ -171,6 +171,16 @@ class Translator:
         return [self._meta(h.update_tool_call(cid, status="completed" if status == "ok" else "failed",
                                               content=content, raw_output=raw))]
 
+    def shown_id(self, call_id: str) -> str:
+        """The id the client knows a call by: a subagent's calls carry their agent's prefix."""
+        if self.prefix + call_id in self.calls:
+            return self.prefix + call_id
+        for child in self.children.values():
+            found = child.shown_id(call_id)
+            if found != call_id:
+                return found
+        return call_id
+
     def _agent(self, event: Any) -> list[Any]:
         try:
             inner = decode_event(event.event)
