@@ -74,11 +74,15 @@ class Editor:
         return "".join(u.content.text for u in self.of("agent_message_chunk"))
 
     async def wait(self, ok: Any) -> None:
-        """Until ``ok()`` holds (bounded only so a hang fails)."""
+        """Until ``ok()`` holds (bounded only so a hang fails); looked at again on each message
+        from the agent, and every 20 ms for what is not one (a file appearing)."""
         async def loop() -> None:
             while not ok():
                 self.changed.clear()
-                await self.changed.wait()
+                try:
+                    await asyncio.wait_for(self.changed.wait(), 0.02)
+                except TimeoutError:
+                    pass
         await asyncio.wait_for(loop(), BOUND_S)
 
 

@@ -64,6 +64,8 @@ class CoxAgent:
         self.app: Any = None
         self.sessions: dict[str, AcpSession] = {}
         self.client_caps: Any = None
+        self.to_trust: dict[str, dict[str, Any]] = {}
+        """Per new session: the client's MCP servers whose launch is not trusted (asked after the answer)."""
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -115,9 +117,11 @@ class CoxAgent:
                 raise RequestError.auth_required({"message": str(exc)}) from None
             raise RequestError.invalid_params({"message": str(exc)}) from None
         if mcp_servers:
-            from .mcp import client_servers
+            from .mcp import client_servers, untrusted
 
-            prep.extra_mcp.update(client_servers(mcp_servers, prep.cwd))
+            given = client_servers(mcp_servers, prep.cwd)
+            prep.extra_mcp.update(given)
+            self.to_trust[prep.settings.session_id] = untrusted(given, prep.cwd)
         if self.app is None:
             from cox.surfaces.runtime import App
 
@@ -161,6 +165,11 @@ class CoxAgent:
                 await self.conn.session_update(session.id, h.update_available_commands(listed))
             except Exception:
                 log.exception("available_commands_update failed")
+            asking = self.to_trust.pop(session.id, None)
+            if asking:
+                from .mcp import offer_trust
+
+                await offer_trust(self.conn, session.id, session.prep.config, session.prep.cwd, asking)
 
         asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(send()))
 

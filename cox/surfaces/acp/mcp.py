@@ -46,3 +46,49 @@ def client_servers(servers: list[Any], cwd: Path) -> dict[str, McpServerSpec]:
                                   args=tuple(getattr(server, "args", None) or ()), env=env, cwd=str(cwd),
                                   sandbox=True, source=SOURCE)
     return out
+
+
+TRUST_OPTIONS_IDS = ("trust", "decline")
+
+
+def untrusted(specs: dict[str, McpServerSpec], cwd: Path) -> dict[str, McpServerSpec]:
+    """The client's servers whose launch nobody accepted yet (they were not started)."""
+    from cox.actors.mcp.trust import TrustStore
+
+    store = TrustStore.default()
+    return {n: s for n, s in specs.items() if not store.launch_trusted(s, cwd)}
+
+
+async def offer_trust(conn: Any, session_id: str, config: Any, cwd: Path, specs: dict[str, McpServerSpec]) -> None:
+    """Ask the person, in the editor, what ``cox mcp trust NAME`` asks on a terminal: the launch
+    is shown whole; a yes does what ``cox mcp trust --yes`` does (accept this launch, start the
+    server once to list its tools, trust them), and the server connects from the next session."""
+    import asyncio
+
+    from acp import helpers as h
+    from acp.schema import PermissionOption, ToolCallUpdate
+
+    from cox.actors.mcp.launch import describe
+    from cox.actors.mcp.trust import TrustStore
+    from cox.surfaces.mcp_cli import _trust_servers
+
+    options = [PermissionOption(option_id="trust", name="Trust and start it from the next session",
+                                kind="allow_always"),
+               PermissionOption(option_id="decline", name="Do not start it", kind="reject_once")]
+    for name, spec in specs.items():
+        shown = "\n".join(describe(spec, cwd))
+        call = ToolCallUpdate(tool_call_id=f"mcp-trust:{name}", title=f"trust mcp server {name!r} from the editor?",
+                              kind="execute", status="pending",
+                              content=[h.tool_content(h.text_block(shown))])
+        try:
+            got = await conn.request_permission(session_id, call, options)
+        except Exception as exc:
+            log.warning("trust request for mcp server %r failed: %s", name, exc)
+            continue
+        outcome = got.outcome
+        if getattr(outcome, "outcome", None) != "selected" or getattr(outcome, "option_id", None) != "trust":
+            continue
+        code = await asyncio.to_thread(_trust_servers, config, {name: spec}, cwd, TrustStore.default(), name,
+                                       yes=True)
+        if code != 0:
+            log.warning("trusting mcp server %r failed (exit %s)", name, code)
