@@ -3,7 +3,8 @@
 
 :class:`Editor` is the client: it records every ``session/update``, answers each permission
 request with the next of ``answers`` (an option id, or ``"cancel"``), and — when it says it can —
-keeps ``fs/write_text_file`` writes in ``buffers`` (an editor's open buffers)."""
+keeps ``fs/write_text_file`` writes in ``buffers`` (an editor's open buffers) and answers
+``fs/read_text_file`` from them (else from the disk), each path asked kept in ``reads``."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     WriteTextFileResponse,
 )
@@ -38,6 +40,7 @@ class Editor:
         self.updates: list[tuple[str, Any]] = []
         self.asked: list[Any] = []
         self.buffers: dict[str, str] = {}
+        self.reads: list[str] = []
         self.changed = asyncio.Event()
 
     def on_connect(self, conn: Any) -> None:
@@ -61,8 +64,13 @@ class Editor:
         self.buffers[path] = content
         return WriteTextFileResponse()
 
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> ReadTextFileResponse:
+        self.reads.append(path)
+        return ReadTextFileResponse(content=self.buffers[path] if path in self.buffers else Path(path).read_text())
+
     def caps(self) -> ClientCapabilities:
-        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write_text_file=self.fs))
+        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs))
 
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u.session_update for sid, u in self.updates if session_id in (None, sid)]

@@ -49,6 +49,33 @@ def test_a_write_lands_in_the_clients_buffer_and_is_checkpointed(tmp_path: Path)
     assert (ws / "a.txt").read_text() == "old\n"
 
 
+def test_a_read_sees_the_unsaved_buffer_after_the_read_tool_accepted_the_path(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("on disk\n")
+    (ws / ".env").write_text("TOKEN=hunter2\n")
+    (tmp_path / "cox-home").mkdir(exist_ok=True)
+    (tmp_path / "cox-home" / "config.toml").write_text('[permissions]\ndeny = ["Read(**/.env)"]\n')
+    s = script(tmp_path / "s.json", [
+        {"tool_calls": [{"id": "r1", "name": "read", "input": {"path": "a.txt"}}]},
+        {"tool_calls": [{"id": "r2", "name": "read", "input": {"path": ".env"}}]},
+        {"text": "done"},
+    ])
+    editor = Editor(fs=True)
+    editor.buffers[str(ws / "a.txt")] = "unsaved line\n"
+
+    async def go() -> None:
+        async with agent(editor, ws, s) as conn:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("go")])
+
+    run(go())
+    results = {u.tool_call_id: u for u in editor.of("tool_call_update") if u.status}
+    assert results["r1"].status == "completed" and "1\tunsaved line" in results["r1"].content[0].content.text
+    assert results["r2"].status == "failed"  # a Read deny rule covers .env: the client was never asked
+    assert editor.reads == [str(ws / "a.txt")]
+
+
 def test_without_the_capability_nothing_is_sent(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -1,10 +1,11 @@
-"""Attack: a hostile model writes outside the workspace through ``cox acp``'s client fs bridge.
+"""Attack: a hostile model writes (and reads) outside the workspace through ``cox acp``'s client
+fs bridge.
 
 The editor (the ACP client) offers ``fs/write_text_file`` and approves everything, and the
 session runs in ``bypassPermissions``: the only guard left is the file tools' confinement, which
 runs before anything is sent to the client. Every way out — an absolute path, ``..``, a symlink
 in the workspace pointing out, an ``apply_patch`` adding a file outside — must land neither on
-disk nor in the client's buffers."""
+disk nor in the client's buffers; no read out of it is asked of the client or shown."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ def test_a_write_outside_the_workspace_reaches_neither_the_buffer_nor_the_disk(t
     ws.mkdir()
     outside.mkdir()
     (ws / "link").symlink_to(outside, target_is_directory=True)
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "key").write_text("SECRET-5521")
+    (ws / "key").symlink_to(secrets / "key")
     patch = f"*** Begin Patch\n*** Add File: {outside / 'm4'}\n+pwned\n*** End Patch\n"
     calls = [
         {"id": "x1", "name": "write", "input": {"path": str(outside / "m1"), "content": "pwned"}},
@@ -29,6 +34,9 @@ def test_a_write_outside_the_workspace_reaches_neither_the_buffer_nor_the_disk(t
         {"id": "x4", "name": "apply_patch", "input": {"patch": patch}},
         {"id": "x5", "name": "edit", "input": {"path": "link/../../outside/m5", "old_string": "",
                                                 "new_string": "pwned"}},
+        {"id": "r1", "name": "read", "input": {"path": str(secrets / "key")}},
+        {"id": "r2", "name": "read", "input": {"path": "key"}},
+        {"id": "r3", "name": "read", "input": {"path": "../secrets/key"}},
         {"id": "ok", "name": "write", "input": {"path": "inside.txt", "content": "fine"}},
     ]
     s = script(tmp_path / "s.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
@@ -44,4 +52,6 @@ def test_a_write_outside_the_workspace_reaches_neither_the_buffer_nor_the_disk(t
     assert editor.buffers == {str(ws / "inside.txt"): "fine"}  # the bridge works; nothing else passed it
     statuses = {u.tool_call_id: u.status for u in editor.of("tool_call_update") if u.status}
     assert statuses == {"x1": "failed", "x2": "failed", "x3": "failed", "x4": "failed", "x5": "failed",
-                        "ok": "completed"}
+                        "r1": "failed", "r2": "failed", "r3": "failed", "ok": "completed"}
+    assert editor.reads == []  # the client was never asked for a file outside the workspace
+    assert "SECRET-5521" not in str([u.model_dump() for _, u in editor.updates])

@@ -9,8 +9,12 @@ restores it — and only once that call succeeded is the file's new text sent wi
 refused, confined away or failed sends nothing: the client never hears of a path outside the
 workspace.
 
-Reads stay cox's own (the disk, through the read tool's confinement and Read deny rules): the
-client's ``fs/read_text_file`` is not used yet, so an unsaved buffer is not what the model reads.
+A client that can read (``fs.readTextFile``) is asked for the text of a file ``read`` opens — the
+editor's buffer, unsaved edits included — only after the read tool itself accepted the path on
+disk (confined to the roots, not covered by a Read deny rule, a file, not an image nor binary);
+the buffer's text is then numbered as the read tool numbers the disk's (``files.numbered``). When
+the client fails the request, the disk's text stands. (A read the session answers ``unchanged
+since #ID`` without running the tool is not asked again.)
 
 The tools run on actor threads; the client's requests run on the connection's loop: each bridge
 call waits for its answer at most :data:`CLIENT_TIMEOUT_S`, and a cancelled call stops waiting.
@@ -90,6 +94,8 @@ class _Bridged(BaseTool):
         return self.inner.describe(call, env)
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        if self.name == "read":
+            return self._read(call, env)
         paths = self._targets(call, env) if self.writes_client else []
         result = self.inner.call(call, env)
         if result.ok:
@@ -116,17 +122,32 @@ class _Bridged(BaseTool):
             log.warning("fs/write_text_file %s failed: %s", path, exc)
 
 
+    def _read(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        result = self.inner.call(call, env)  # every check, on the disk's file, as without a client
+        if not result.ok or result.images:
+            return result
+        from cox.actors.tools.files import numbered, resolve
+
+        path = resolve(call.input, env)
+        c = self.client
+        try:
+            answer = c.call(env, lambda conn: conn.read_text_file(session_id=c.session_id, path=str(path)))
+        except Exception as exc:
+            log.warning("fs/read_text_file %s failed: %s; the disk's text stands", path, exc)
+            return result
+        text = getattr(answer, "content", None)
+        return numbered(text, call.input) if isinstance(text, str) else result
+
+
 def bridged(tools: dict[str, BaseTool], caps: Any, conn: Callable[[], Any], *, asyncio_loop: Any,
             session_id: str) -> dict[str, BaseTool]:
     """``tools`` with the file tools bridged to what the client offers (``caps.fs``)."""
     fs = getattr(caps, "fs", None)
-    writes = bool(getattr(fs, "write_text_file", False))
-    if not writes:
-        return tools
+    reads, writes = bool(getattr(fs, "read_text_file", False)), bool(getattr(fs, "write_text_file", False))
     client = _Client(conn, asyncio_loop, session_id)
     out = dict(tools)
-    for name in WRITERS if writes else ():
+    for name in [*(WRITERS if writes else ()), *(("read",) if reads else ())]:
         tool = tools.get(name)
         if tool is not None:
-            out[name] = _Bridged(tool, client, writes=True)
+            out[name] = _Bridged(tool, client, writes=name != "read")
     return out
