@@ -21,10 +21,14 @@ from acp import spawn_agent_process
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     DeniedOutcome,
     FileSystemCapabilities,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
@@ -33,10 +37,28 @@ from tests.waits import BOUND_S
 ROOT = Path(__file__).resolve().parents[2]
 
 
+class Terminal:
+    """A process the editor runs for the agent (``terminal/create``), its output kept."""
+
+    def __init__(self, argv: list[str], proc: asyncio.subprocess.Process) -> None:
+        self.argv = argv
+        self.proc = proc
+        self.output = b""
+        self.killed = self.released = False
+        self.reader = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := await self.proc.stdout.read(65536):
+            self.output += chunk
+
+
 class Editor:
-    def __init__(self, answers: list[str] | None = None, *, fs: bool = False) -> None:
+    def __init__(self, answers: list[str] | None = None, *, fs: bool = False, terminal: bool = False) -> None:
         self.answers = list(answers or [])
         self.fs = fs
+        self.terminal = terminal
+        self.terminals: dict[str, Terminal] = {}
         self.updates: list[tuple[str, Any]] = []
         self.asked: list[Any] = []
         self.buffers: dict[str, str] = {}
@@ -69,8 +91,44 @@ class Editor:
         self.reads.append(path)
         return ReadTextFileResponse(content=self.buffers[path] if path in self.buffers else Path(path).read_text())
 
+    async def create_terminal(self, session_id: str, command: str, args: list[str] | None = None,
+                              env: list[Any] | None = None, cwd: str | None = None, output_byte_limit: int | None = None,
+                              **kwargs: Any) -> CreateTerminalResponse:
+        argv = [command, *(args or [])]
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env={e.name: e.value for e in env or []},
+                                                    stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                                                    stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        tid = f"term-{len(self.terminals) + 1}"
+        self.terminals[tid] = Terminal(argv, proc)
+        self.changed.set()
+        return CreateTerminalResponse(terminal_id=tid)
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> WaitForTerminalExitResponse:
+        t = self.terminals[terminal_id]
+        code = await t.proc.wait()
+        if not t.killed:
+            await t.reader  # its output is whole (a killed one's: what came; a child may hold the pipe)
+        return WaitForTerminalExitResponse(exit_code=code if code >= 0 else None)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        t = self.terminals[terminal_id]
+        t.killed = True
+        if t.proc.returncode is None:
+            os.killpg(t.proc.pid, 9)
+        await t.proc.wait()
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        t = self.terminals[terminal_id]
+        done = t.proc.returncode
+        status = TerminalExitStatus(exit_code=done) if done is not None and done >= 0 else None
+        return TerminalOutputResponse(output=t.output.decode(), truncated=False, exit_status=status)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
+        self.terminals[terminal_id].released = True
+
     def caps(self) -> ClientCapabilities:
-        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs))
+        return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=self.fs, write_text_file=self.fs),
+                                  terminal=self.terminal)
 
     def kinds(self, session_id: str | None = None) -> list[str]:
         return [u.session_update for sid, u in self.updates if session_id in (None, sid)]
@@ -104,16 +162,18 @@ async def agent(editor: Editor, ws: Path, script_path: Path, *args: str) -> Asyn
     """``cox acp --script SCRIPT`` in ``ws``, initialized; yields the connection. Leaving closes
     its stdin and waits for it to exit (it must, by itself)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", "--script",
-                                   str(script_path), *args, env=env, cwd=str(ws)) as (conn, proc):
-        conn.process = proc
-        conn.init = await asyncio.wait_for(conn.initialize(protocol_version=1, client_capabilities=editor.caps()),
-                                           BOUND_S)
-        yield conn
-        assert proc.stdin is not None
-        proc.stdin.close()
-        await asyncio.wait_for(proc.wait(), BOUND_S)
-        assert proc.returncode == 0, proc.returncode
+    with open(ws.parent / "acp-stderr.txt", "ab") as err:  # read by nobody, so it must not be a pipe
+        async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", "--script",
+                                       str(script_path), *args, env=env, cwd=str(ws),
+                                       transport_kwargs={"stderr": err.fileno()}) as (conn, proc):
+            conn.process = proc
+            conn.init = await asyncio.wait_for(
+                conn.initialize(protocol_version=1, client_capabilities=editor.caps()), BOUND_S)
+            yield conn
+            assert proc.stdin is not None
+            proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), BOUND_S)
+            assert proc.returncode == 0, proc.returncode
 
 
 def run(coro: Any) -> Any:

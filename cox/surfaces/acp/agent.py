@@ -64,6 +64,8 @@ class CoxAgent:
         self.app: Any = None
         self.sessions: dict[str, AcpSession] = {}
         self.client_caps: Any = None
+        self.clients: dict[str, Any] = {}
+        """Per session: its ``bridge.Client`` (the client's fs and terminal, as its tools use them)."""
         self.to_trust: dict[str, dict[str, Any]] = {}
         """Per new session: the client's MCP servers whose launch is not trusted (asked after the answer)."""
 
@@ -129,10 +131,13 @@ class CoxAgent:
             store_ready(self.app)
         tools, deferred = session_tools(self.app, prep)
         if self.client_caps is not None:
-            from .bridge import bridged
+            from .bridge import Client, bridged
+            from .terminal import terminal_update
 
-            tools = bridged(tools, self.client_caps, lambda: self.conn, asyncio_loop=self.loop,
-                            session_id=prep.settings.session_id)
+            sid = prep.settings.session_id
+            client = self.clients[sid] = Client(lambda: self.conn, self.loop, sid)
+            tools = bridged(tools, self.client_caps, client,
+                            announce=lambda call_id, tid: terminal_update(self.sessions[sid], call_id, tid))
         hooks = session_hooks(prep)
         commands = session_commands(prep, tools, hooks)
         handle = self.app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
@@ -146,7 +151,8 @@ class CoxAgent:
         handle, prep, commands = await asyncio.to_thread(self._open, cwd, resume, mcp_servers)
         s = prep.settings
         mode = "architect" if s.preset == "architect" else s.permission_mode.value
-        session = AcpSession(self.conn, handle, prep, mode=mode, commands=commands)
+        session = AcpSession(self.conn, handle, prep, mode=mode, commands=commands,
+                             client=self.clients.get(prep.settings.session_id))
         self.sessions[session.id] = session
         return session
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.protocol.types import ToolCall, ToolResult
 
-__all__ = ["CLIENT_TIMEOUT_S", "bridged"]
+__all__ = ["CLIENT_TIMEOUT_S", "Client", "Delegate", "bridged"]
 
 log = logging.getLogger(__name__)
 
@@ -40,38 +41,47 @@ CLIENT_TIMEOUT_S = 30.0
 WRITERS = ("write", "edit", "apply_patch")
 
 
-class _Client:
-    """Runs the client's fs requests on the connection's loop from a tool's thread."""
+class Client:
+    """Runs the client's requests on the connection's loop from a tool's thread."""
 
     def __init__(self, conn: Callable[[], Any], loop: asyncio.AbstractEventLoop, session_id: str) -> None:
         self.conn = conn
         self.loop = loop
         self.session_id = session_id
+        self.settling: set[concurrent.futures.Future[Any]] = set()
+        """Requests a cancelled call left under way (a terminal's kill): the prompt's answer waits
+        for them, so "cancelled" means nothing of the turn still runs."""
 
-    def call(self, env: ToolEnv, make: Callable[[Any], Any]) -> Any:
+    def soon(self, make: Callable[[Any], Any]) -> None:
+        """Send ``make(conn)`` now, from any thread, without waiting; kept in ``settling``."""
         future = asyncio.run_coroutine_threadsafe(make(self.conn()), self.loop)
-        waited = 0.0
+        self.settling.add(future)
+        future.add_done_callback(self.settling.discard)
+
+    def call(self, env: ToolEnv | None, make: Callable[[Any], Any], timeout: float = CLIENT_TIMEOUT_S) -> Any:
+        """``make(conn)``'s answer. A cancelled call (``env.cancel``; None: not cancellable)
+        stops waiting with ``CancelledError``; past ``timeout`` seconds, ``TimeoutError``."""
+        future = asyncio.run_coroutine_threadsafe(make(self.conn()), self.loop)
+        deadline = time.monotonic() + timeout
         while True:
-            if env.cancel.cancelled:
+            if env is not None and env.cancel.cancelled:
                 future.cancel()
                 raise concurrent.futures.CancelledError()
             try:
-                return future.result(timeout=0.05)
+                return future.result(timeout=max(0.0, min(0.05, deadline - time.monotonic())))
             except concurrent.futures.TimeoutError:
-                waited += 0.05
-                if waited >= CLIENT_TIMEOUT_S:
+                if time.monotonic() >= deadline:
                     future.cancel()
-                    raise
+                    raise TimeoutError(f"the client did not answer within {timeout:g} s") from None
 
 
-class _Bridged(BaseTool):
-    """``inner`` as the model sees it (name, schema, risk, subject, writes), with the client on
-    the side (see the module's docstring)."""
+class Delegate(BaseTool):
+    """``inner`` as the model sees it: name, schema, risk, subject, writes and description are
+    the inner tool's, so the engine judges and checkpoints it exactly as without a client."""
 
-    def __init__(self, inner: BaseTool, client: _Client, *, writes: bool) -> None:
+    def __init__(self, inner: BaseTool, client: Client) -> None:
         self.inner = inner
         self.client = client
-        self.writes_client = writes
         for attr in ("name", "description", "input_schema", "parallel", "required", "server", "trusted"):
             setattr(self, attr, getattr(inner, attr))
 
@@ -94,9 +104,16 @@ class _Bridged(BaseTool):
         return self.inner.describe(call, env)
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
+        return self.inner.call(call, env)
+
+
+class _Bridged(Delegate):
+    """A file tool with the client's ``fs/*`` on the side (see the module's docstring)."""
+
+    def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         if self.name == "read":
             return self._read(call, env)
-        paths = self._targets(call, env) if self.writes_client else []
+        paths = self._targets(call, env)
         result = self.inner.call(call, env)
         if result.ok:
             for path in paths:
@@ -139,15 +156,19 @@ class _Bridged(BaseTool):
         return numbered(text, call.input) if isinstance(text, str) else result
 
 
-def bridged(tools: dict[str, BaseTool], caps: Any, conn: Callable[[], Any], *, asyncio_loop: Any,
-            session_id: str) -> dict[str, BaseTool]:
-    """``tools`` with the file tools bridged to what the client offers (``caps.fs``)."""
+def bridged(tools: dict[str, BaseTool], caps: Any, client: Client,
+            announce: Callable[[str, str], Any]) -> dict[str, BaseTool]:
+    """``tools`` with the file tools bridged to what the client offers (``caps.fs``), and bash
+    run in its terminal when it offers ``terminal`` (``terminal.Terminal``)."""
     fs = getattr(caps, "fs", None)
     reads, writes = bool(getattr(fs, "read_text_file", False)), bool(getattr(fs, "write_text_file", False))
-    client = _Client(conn, asyncio_loop, session_id)
     out = dict(tools)
     for name in [*(WRITERS if writes else ()), *(("read",) if reads else ())]:
         tool = tools.get(name)
         if tool is not None:
-            out[name] = _Bridged(tool, client, writes=name != "read")
+            out[name] = _Bridged(tool, client)
+    if getattr(caps, "terminal", False) and "bash" in tools:
+        from .terminal import Terminal
+
+        out["bash"] = Terminal(tools["bash"], client, announce)  # type: ignore[arg-type]  # the registry's BashTool
     return out

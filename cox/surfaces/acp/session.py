@@ -16,6 +16,7 @@ import asyncio
 import logging
 import queue
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from acp import RequestError
@@ -33,6 +34,8 @@ __all__ = ["MODES", "AcpSession", "mode_state"]
 
 log = logging.getLogger(__name__)
 
+SETTLE_S = 10.0
+"""The longest a prompt's answer waits for the editor to kill a cancelled call's terminal."""
 DEAD = object()
 """Put on the queue by the relay thread when the session stopped without being asked to."""
 
@@ -58,9 +61,20 @@ def _call_update(call: Any, shown_id: str) -> ToolCallUpdate:
                           kind=kind_of(call.name), status="pending", raw_input=dict(call.input or {}))  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class TerminalShown:
+    """A call's bash now runs in the editor's terminal ``terminal_id`` (``terminal.Terminal``)."""
+
+    call_id: str
+    terminal_id: str
+
+
 class AcpSession:
-    def __init__(self, conn: Any, handle: Any, prep: Any, *, mode: str, commands: Any = None) -> None:
+    def __init__(self, conn: Any, handle: Any, prep: Any, *, mode: str, commands: Any = None,
+                 client: Any = None) -> None:
         self.conn = conn
+        self.client = client
+        """The ``bridge.Client`` its tools reach the editor through (None: none offered)."""
         self.handle = handle
         self.prep = prep
         self.id: str = handle.session_id
@@ -114,6 +128,9 @@ class AcpSession:
             if event is DEAD:
                 self._end("error", "the session stopped unexpectedly")
                 return
+            if isinstance(event, TerminalShown):
+                await self._show_terminal(event)
+                continue
             try:
                 for update in self.translator.updates(event):
                     await self.conn.session_update(self.id, update)
@@ -127,7 +144,27 @@ class AcpSession:
             elif t == "question":  # ACP's elicitation is unstable: declined, honestly, as headless does
                 self.handle.submit(m.Answer(question_id=event.question_id, declined=True))
             elif t == "turn_done":
+                await self._settle()
                 self._end(event.stop.value, event.reason)
+
+    async def _show_terminal(self, shown: TerminalShown) -> None:
+        from acp import helpers as h
+
+        cid = self.translator.shown_id(shown.call_id)
+        if not self.translator.running(cid):
+            return  # it ended (an interrupt) before its terminal was shown
+        try:
+            await self.conn.session_update(self.id, h.update_tool_call(
+                cid, status="in_progress", content=[h.tool_terminal_ref(shown.terminal_id)]))
+        except Exception:
+            log.exception("session/update failed")
+
+    async def _settle(self) -> None:
+        """Wait (bounded) for what a cancelled call left under way in the editor (a terminal's
+        kill), so a ``cancelled`` answer means the turn's processes are gone."""
+        pending = list(self.client.settling) if self.client is not None else []
+        if pending:
+            await asyncio.wait([asyncio.wrap_future(f) for f in pending], timeout=SETTLE_S)
 
     def _end(self, stop: str, reason: str | None) -> None:
         turn, self.turn = self.turn, None

@@ -163,6 +163,9 @@ class Translator:
         name, call_input, subject = self.calls.pop(cid, ("", {}, ""))
         status = getattr(result.status, "value", result.status)
         content: list[Any] = list(_diff(name, call_input, subject) or []) if status == "ok" else []
+        terminal = result.meta.get("terminal_id") if isinstance(result.meta, dict) else None
+        if isinstance(terminal, str):  # bash ran in the editor's terminal: it stays shown
+            content.append(h.tool_terminal_ref(terminal))
         if result.visible:
             content.append(_text(sanitize(result.visible)))
         raw: dict[str, Any] = {"status": status}
@@ -170,6 +173,12 @@ class Translator:
             raw["exit_code"] = result.exit_code
         return [self._meta(h.update_tool_call(cid, status="completed" if status == "ok" else "failed",
                                               content=content, raw_output=raw))]
+
+    def running(self, shown_id: str) -> bool:
+        """Whether the call the client knows as ``shown_id`` was requested and has not ended."""
+        if shown_id in self.calls:
+            return True
+        return any(child.running(shown_id) for child in self.children.values())
 
     def shown_id(self, call_id: str) -> str:
         """The id the client knows a call by: a subagent's calls carry their agent's prefix."""
