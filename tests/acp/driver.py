@@ -158,13 +158,15 @@ def script(path: Path, replies: list[dict[str, Any]], **extra: Any) -> Path:
 
 
 @asynccontextmanager
-async def agent(editor: Editor, ws: Path, script_path: Path, *args: str) -> AsyncIterator[Any]:
-    """``cox acp --script SCRIPT`` in ``ws``, initialized; yields the connection. Leaving closes
+async def agent(editor: Editor, ws: Path, script_path: Path | None, *args: str) -> AsyncIterator[Any]:
+    """``cox acp --script SCRIPT`` in ``ws`` (no script: the configured provider), initialized;
+    yields the connection. Leaving closes
     its stdin and waits for it to exit (it must, by itself)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with open(ws.parent / "acp-stderr.txt", "ab") as err:  # read by nobody, so it must not be a pipe
-        async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", "--script",
-                                       str(script_path), *args, env=env, cwd=str(ws),
+        flags = ["--script", str(script_path)] if script_path is not None else []
+        async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", *flags,
+                                       *args, env=env, cwd=str(ws),
                                        transport_kwargs={"stderr": err.fileno()}) as (conn, proc):
             conn.process = proc
             conn.init = await asyncio.wait_for(
