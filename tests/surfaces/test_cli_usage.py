@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cox.surfaces import cli
 
-COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch", "mcp", "hooks",
+COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "acp", "expand", "config", "policy", "apply-patch", "mcp", "hooks",
             "ext", "exec"]
 
 
