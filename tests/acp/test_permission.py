@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
 from pathlib import Path
 
 from acp import text_block
@@ -92,3 +93,37 @@ def test_a_cancelled_permission_request_runs_nothing(tmp_path: Path) -> None:
 
     assert run(go()) == "end_turn"
     assert not (ws / "nope").exists()
+
+
+def test_the_editor_stopping_cox_mid_call_leaves_nothing_running(tmp_path: Path) -> None:
+    """SIGTERM (an editor closing its agent) during a running ``sleep``: cox stops as on EOF."""
+    import os
+    import signal
+
+    from acp import spawn_agent_process
+
+    from .driver import ROOT
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = "sleep 61.373"
+    s = script(tmp_path / "s.json", [_bash("k1", marker)])
+    editor = Editor(["allow_once"])
+
+    async def go() -> int | None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", "--script", str(s),
+                                       env=env, cwd=str(ws), transport_kwargs={"stderr": subprocess.DEVNULL}) as (
+                conn, proc):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait")]))
+            async def started() -> None:
+                while not _running(marker):
+                    await asyncio.sleep(0.02)
+            await asyncio.wait_for(started(), BOUND_S)
+            proc.send_signal(signal.SIGTERM)
+            return await asyncio.wait_for(proc.wait(), BOUND_S)
+
+    assert run(go()) == 0
+    assert not _running(marker)
