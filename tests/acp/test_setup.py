@@ -54,6 +54,7 @@ def test_commands_are_listed_and_expanded_and_a_failed_turn_is_an_error(tmp_path
     said = run(go())
     assert "upstream returned 500" in said
     listed = editor.of("available_commands_update")[0].available_commands
+    assert [c.name for c in listed] == ["init", "review"]
     review = next(c for c in listed if c.name == "review")
     assert review.description == "review a file" and review.input.root.hint == "FILE"
     rollout = next((tmp_path / "cox-home").rglob("*.jsonl")).read_text()

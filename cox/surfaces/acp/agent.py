@@ -161,7 +161,8 @@ class CoxAgent:
         async def send() -> None:
             from acp import helpers as h
 
-            listed = []
+            listed = [AvailableCommand(name="init", description="write AGENTS.md: how to build, test and work in "
+                                                                "this repository")]
             for c in session.commands.catalog.commands.values() if session.commands else []:
                 hint = AvailableCommandInput(root=UnstructuredCommandInput(hint=c.argument_hint)) \
                     if c.argument_hint else None
