@@ -55,3 +55,28 @@ def test_a_write_outside_the_workspace_reaches_neither_the_buffer_nor_the_disk(t
                         "r1": "failed", "r2": "failed", "r3": "failed", "ok": "completed"}
     assert editor.reads == []  # the client was never asked for a file outside the workspace
     assert "SECRET-5521" not in str([u.model_dump() for _, u in editor.updates])
+
+
+def test_a_secret_in_tool_output_or_the_reply_never_reaches_the_editor(tmp_path: Path) -> None:
+    """The updates are the rollout's scrubbed events: a key a command prints, or one the model
+    streams split across deltas, reaches the client as «redacted»."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    key = "sk-" + "Q7w" * 10
+    aws = "AKIA" + "Z3X9" * 4
+    (ws / "creds").write_text(key + "\n")
+    s = script(tmp_path / "s.json", [
+        {"tool_calls": [{"id": "c1", "name": "bash", "input": {"command": "cat creds"}}]},
+        {"text": f"the key is {aws} ok", "chunk": 3},
+    ])
+    editor = Editor(["allow_once"])
+
+    async def go() -> None:
+        async with agent(editor, ws, s) as conn:
+            sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("show")])
+
+    run(go())
+    seen = str([u.model_dump() for _, u in editor.updates])
+    assert key not in seen and aws not in seen
+    assert "«redacted»" in seen and "«redacted»" in editor.text()

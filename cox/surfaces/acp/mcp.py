@@ -48,8 +48,6 @@ def client_servers(servers: list[Any], cwd: Path) -> dict[str, McpServerSpec]:
     return out
 
 
-TRUST_OPTIONS_IDS = ("trust", "decline")
-
 
 def untrusted(specs: dict[str, McpServerSpec], cwd: Path) -> dict[str, McpServerSpec]:
     """The client's servers whose launch nobody accepted yet (they were not started)."""
