@@ -76,9 +76,16 @@ class Terminal(Delegate):
             log.exception("showing terminal %s failed", tid)
         killed = timed_out = False
         code: int | None = None
+        output = ""
 
-        def kill() -> None:  # on the interrupting thread, at once (as bash's SIGTERM is)
-            c.soon(lambda conn: conn.kill_terminal(session_id=sid, terminal_id=tid))
+        async def end(conn: Any) -> None:  # kill, then release: one request after the other
+            try:
+                await conn.kill_terminal(session_id=sid, terminal_id=tid)
+            finally:
+                await conn.release_terminal(session_id=sid, terminal_id=tid)
+
+        def kill() -> None:  # on the interrupting thread, at once (as bash's SIGTERM is); the
+            c.soon(end)      # prompt's answer waits for it (bridge.Client.settling)
 
         unregister = env.cancel.on_cancel(kill)
         try:
@@ -87,20 +94,23 @@ class Terminal(Delegate):
                               timeout=timeout)
                 code = done.exit_code
             except concurrent.futures.CancelledError:
-                killed = True
+                killed = True  # ``end`` kills and releases it; this call's result is not read
             except TimeoutError:
                 timed_out = True
-            if timed_out:
                 c.call(None, lambda conn: conn.kill_terminal(session_id=sid, terminal_id=tid), timeout=KILL_WAIT_S)
-            shown = c.call(None, lambda conn: conn.terminal_output(session_id=sid, terminal_id=tid))
-            if code is None and shown.exit_status is not None:
-                code = shown.exit_status.exit_code
+            if not killed:
+                shown = c.call(None, lambda conn: conn.terminal_output(session_id=sid, terminal_id=tid))
+                output = shown.output
+                if code is None and shown.exit_status is not None:
+                    code = shown.exit_status.exit_code
         finally:
             unregister()
-            try:
-                c.call(None, lambda conn: conn.release_terminal(session_id=sid, terminal_id=tid), timeout=KILL_WAIT_S)
-            except Exception as exc:
-                log.warning("terminal/release %s failed: %s", tid, exc)
+            if not killed:
+                try:
+                    c.call(None, lambda conn: conn.release_terminal(session_id=sid, terminal_id=tid),
+                           timeout=KILL_WAIT_S)
+                except Exception as exc:
+                    log.warning("terminal/release %s failed: %s", tid, exc)
             if policy is not None:
                 remove_planted(policy.must_not_appear)
                 tmp = env.services.session_tmp
@@ -108,7 +118,7 @@ class Terminal(Delegate):
                     tmp.done_with(policy.tmp)
         out, err = Spool(), Spool()
         try:
-            out.write(shown.output.encode("utf-8", "replace"))
+            out.write(output.encode("utf-8", "replace"))
             result = _result(-1 if code is None else code, out, err, timeout, timed_out, killed, env)
         finally:
             out.close()
