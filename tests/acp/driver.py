@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -64,6 +66,7 @@ class Editor:
         self.buffers: dict[str, str] = {}
         self.reads: list[str] = []
         self.changed = asyncio.Event()
+        self.release = asyncio.Event()
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -77,6 +80,9 @@ class Editor:
         self.asked.append(tool_call)
         self.changed.set()
         answer = self.answers.pop(0) if self.answers else "reject_once"
+        if answer == "hold":  # unanswered until the test releases it, then cancelled
+            await self.release.wait()
+            answer = "cancel"
         if answer == "cancel":
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         assert answer in {o.option_id for o in options}, options
@@ -176,6 +182,21 @@ async def agent(editor: Editor, ws: Path, script_path: Path | None, *args: str) 
             proc.stdin.close()
             await asyncio.wait_for(proc.wait(), BOUND_S)
             assert proc.returncode == 0, proc.returncode
+
+
+def running(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+def gone(marker: str) -> bool:
+    """The process is gone, or goes within the bound: it was signalled before the answer, and a
+    signalled process may take a moment to be reaped."""
+    deadline = time.monotonic() + BOUND_S
+    while running(marker):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def run(coro: Any) -> Any:

@@ -4,6 +4,7 @@ during a running ``sleep``: stopReason ``cancelled`` and nothing left running.""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from acp import text_block
 
 from tests.waits import BOUND_S
 
-from .driver import Editor, agent, run, script
+from .driver import Editor, agent, gone, run, running, script
 
 
 def _bash(cid: str, command: str) -> dict[str, object]:
@@ -50,14 +51,10 @@ def test_each_answer_is_the_sessions_own_decision(tmp_path: Path) -> None:
     assert "rejected `touch never` for this session" in rollout  # what the model was told for a6
 
 
-def _running(marker: str) -> bool:
-    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
-
-
 def test_cancel_during_a_running_sleep_ends_it(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    marker = "sleep 47.251"
+    marker = f"sleep 47.{os.getpid()}"  # its own: copies of the suite may run side by side
     s = script(tmp_path / "s.json", [_bash("z1", marker), {"text": "after"}])
     editor = Editor(["allow_once"])
 
@@ -66,38 +63,46 @@ def test_cancel_during_a_running_sleep_ends_it(tmp_path: Path) -> None:
             sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
             prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait")]))
             async def started() -> None:
-                while not _running(marker):
+                while not running(marker):
                     await asyncio.sleep(0.02)
             await asyncio.wait_for(started(), BOUND_S)
             await conn.cancel(session_id=sid)
             answer = await asyncio.wait_for(prompt, BOUND_S)
-            assert not _running(marker)  # the sleep ended before the prompt was answered
+            assert gone(marker)  # killed when the cancel came, not when the session closed
             return str(answer.stop_reason)
 
     assert run(go()) == "cancelled"
-    assert not _running(marker)
     ended = [u for u in editor.of("tool_call_update") if u.tool_call_id == "z1"]
     assert ended and ended[-1].status == "failed"
 
 
 def test_a_cancelled_permission_request_runs_nothing(tmp_path: Path) -> None:
+    """The client answers ``cancelled`` (it dropped the request), then the person cancels the
+    turn while another request is open: neither call runs, none stays pending."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    s = script(tmp_path / "s.json", [_bash("c1", "touch nope")])
-    editor = Editor(["cancel"])
+    s = script(tmp_path / "s.json", [_bash("c1", "touch nope"), _bash("c2", "touch nope2")])
+    editor = Editor(["cancel", "hold"])
 
-    async def go() -> str:
+    async def go() -> tuple[str, str]:
         async with agent(editor, ws, s) as conn:
             sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
-            return str((await conn.prompt(session_id=sid, prompt=[text_block("go")])).stop_reason)
+            first = (await conn.prompt(session_id=sid, prompt=[text_block("go")])).stop_reason
+            prompt = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("again")]))
+            await editor.wait(lambda: len(editor.asked) == 2)
+            await conn.cancel(session_id=sid)
+            editor.release.set()  # a client answers its open requests "cancelled" after session/cancel
+            second = (await asyncio.wait_for(prompt, BOUND_S)).stop_reason
+            return str(first), str(second)
 
-    assert run(go()) == "end_turn"
-    assert not (ws / "nope").exists()
+    assert run(go()) == ("end_turn", "cancelled")
+    assert not (ws / "nope").exists() and not (ws / "nope2").exists()
+    last = {u.tool_call_id: u.status for u in editor.of("tool_call_update") if u.status}
+    assert last == {"c1": "failed", "c2": "failed"}
 
 
-def test_the_editor_stopping_cox_mid_call_leaves_nothing_running(tmp_path: Path) -> None:
+def test_the_editor_stopping_cox_mid_call_leaves_nothingrunning(tmp_path: Path) -> None:
     """SIGTERM (an editor closing its agent) during a running ``sleep``: cox stops as on EOF."""
-    import os
     import signal
 
     from acp import spawn_agent_process
@@ -106,7 +111,7 @@ def test_the_editor_stopping_cox_mid_call_leaves_nothing_running(tmp_path: Path)
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    marker = "sleep 61.373"
+    marker = f"sleep 61.{os.getpid()}"
     s = script(tmp_path / "s.json", [_bash("k1", marker)])
     editor = Editor(["allow_once"])
 
@@ -119,11 +124,11 @@ def test_the_editor_stopping_cox_mid_call_leaves_nothing_running(tmp_path: Path)
             sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
             asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("wait")]))
             async def started() -> None:
-                while not _running(marker):
+                while not running(marker):
                     await asyncio.sleep(0.02)
             await asyncio.wait_for(started(), BOUND_S)
             proc.send_signal(signal.SIGTERM)
             return await asyncio.wait_for(proc.wait(), BOUND_S)
 
     assert run(go()) == 0
-    assert not _running(marker)
+    assert gone(marker)

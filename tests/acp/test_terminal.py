@@ -5,15 +5,15 @@ bash tool's; an interrupt kills the terminal and nothing is left running."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from acp import text_block
 
 from tests.waits import BOUND_S
 
-from .driver import Editor, agent, run, script
+from .driver import Editor, agent, gone, run, script
 
 
 def _bash(cid: str, command: str) -> dict[str, object]:
@@ -23,7 +23,7 @@ def _bash(cid: str, command: str) -> dict[str, object]:
 def test_bash_runs_in_the_editors_terminal_and_cancel_kills_it(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    marker = "sleep 53.917"
+    marker = f"sleep 53.{os.getpid()}"  # its own: copies of the suite may run side by side
     s = script(tmp_path / "s.json", [_bash("b1", "echo from-the-terminal > t.txt; echo shown"), {"text": "ok"},
                                      _bash("b2", marker)])
     editor = Editor(["allow_once", "allow_once"], terminal=True)
@@ -45,7 +45,7 @@ def test_bash_runs_in_the_editors_terminal_and_cancel_kills_it(tmp_path: Path) -
     assert (ws / "t.txt").read_text() == "from-the-terminal\n"
     assert first.released and not first.killed
     assert second.killed and second.released and second.proc.returncode is not None
-    assert subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode != 0
+    assert gone(marker)
     shows = [u for u in editor.of("tool_call_update") if u.tool_call_id == "b1" and u.content]
     assert shows[0].status == "in_progress" and shows[0].content[0].terminal_id == "term-1"
     done = shows[-1]

@@ -13,7 +13,9 @@ client is sent, in order. The same translator replays a stored rollout for ``ses
 - ``agent_event`` (a subagent's relayed event) → its tool calls as calls of their own, ids
   prefixed with the agent's id and ``_meta.cox.parentToolCallId`` naming the parent's ``agent``
   call, so a client nests them;
-- ``error`` → a message chunk saying so (the prompt's answer says how the turn ended).
+- ``error`` → a message chunk saying so (the prompt's answer says how the turn ended);
+- ``turn_done`` → a ``failed`` update for every call the turn left unfinished (one still waiting
+  for its approval when the turn was cancelled), so none stays pending in the client.
 
 Every string shown is sanitised (no terminal escapes from a hostile tool or model).
 """
@@ -128,6 +130,8 @@ class Translator:
             return self._done(event.call_id, event.result)
         if t == "agent_event":
             return self._agent(event)
+        if t == "turn_done" and self.parent is None:
+            return self._unfinished(event.stop.value)
         if t == "error" and self.parent is None:
             return [h.update_agent_message_text(f"\n\ncox: error: {sanitize(event.message)}\n")]
         return []
@@ -173,6 +177,19 @@ class Translator:
             raw["exit_code"] = result.exit_code
         return [self._meta(h.update_tool_call(cid, status="completed" if status == "ok" else "failed",
                                               content=content, raw_output=raw))]
+
+    def _unfinished(self, stop: str) -> list[Any]:
+        """The turn ended: a call it never ran (waiting for approval when it was cancelled, say)
+        must not stay pending in the client."""
+        why = "not run: the turn was cancelled" if stop == "interrupted" else f"not run: the turn ended ({stop})"
+        out = []
+        for child in self.children.values():
+            out += child._unfinished(stop)
+        for cid in list(self.calls):
+            self.calls.pop(cid)
+            self.output.pop(cid, None)
+            out.append(self._meta(h.update_tool_call(cid, status="failed", content=[_text(why)])))
+        return out
 
     def running(self, shown_id: str) -> bool:
         """Whether the call the client knows as ``shown_id`` was requested and has not ended."""
