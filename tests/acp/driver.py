@@ -164,11 +164,12 @@ def script(path: Path, replies: list[dict[str, Any]], **extra: Any) -> Path:
 
 
 @asynccontextmanager
-async def agent(editor: Editor, ws: Path, script_path: Path | None, *args: str) -> AsyncIterator[Any]:
-    """``cox acp --script SCRIPT`` in ``ws`` (no script: the configured provider), initialized;
-    yields the connection. Leaving closes
+async def agent(editor: Editor, ws: Path, script_path: Path | None, *args: str,
+                env: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    """``cox acp --script SCRIPT`` in ``ws`` (no script: the configured provider; ``env`` adds to
+    the environment), initialized; yields the connection. Leaving closes
     its stdin and waits for it to exit (it must, by itself)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     with open(ws.parent / "acp-stderr.txt", "ab") as err:  # read by nobody, so it must not be a pipe
         flags = ["--script", str(script_path)] if script_path is not None else []
         async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", *flags,

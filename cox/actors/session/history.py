@@ -16,6 +16,18 @@ def user_text(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
+def user_images(images: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """A user turn's images (``{"media_type", "data"}`` or an API ``source`` of base64) as the
+    history's image blocks, in the shape every adapter takes (``{"type": "image", media_type, data}``)."""
+    out = []
+    for image in images or []:
+        inner = image.get("source")
+        source: dict[str, Any] = inner if isinstance(inner, dict) else image
+        if isinstance(source.get("data"), str) and isinstance(source.get("media_type"), str):
+            out.append({"type": "image", "media_type": source["media_type"], "data": source["data"]})
+    return out
+
+
 def tool_results(blocks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": "user", "content": blocks}
 

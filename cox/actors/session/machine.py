@@ -147,7 +147,7 @@ class TurnMachine:
                 case fx.StorageFailed():
                     self._storage_failed(msg.sentence)
                 case m.UserTurn():
-                    self._user_turn(msg.text)
+                    self._user_turn(msg.text, msg.images)
                 case m.Interrupt():
                     self._interrupt()
                 case m.Approve():
@@ -272,7 +272,10 @@ class TurnMachine:
 
     # ------------------------------------------------------------------ submissions
 
-    def _user_turn(self, text: str) -> None:
+    def _user_turn(self, text: str, images: list[dict[str, Any]] | None = None) -> None:
+        if images and (self.active is not None or self.compaction is not None):
+            self._notice("warning", "the images of a message sent while the session is busy are not sent; "
+                                    "send them again when the turn is over")
         if self.active is None and self.compaction is not None:
             self.pending_inputs.append(text)
             self._notice("info", "message queued; the context is being compacted first")
@@ -280,7 +283,7 @@ class TurnMachine:
             self.active.steer.append(text)
             self._notice("info", "message queued; the model sees it at its next step")
         else:
-            self._start_turn(text)
+            self._start_turn(text, images=images)
 
     def _interrupt(self) -> None:
         turn = self.active
@@ -395,7 +398,8 @@ class TurnMachine:
 
     # ------------------------------------------------------------------ the loop
 
-    def _start_turn(self, text: str, queued: list[str] | None = None) -> None:
+    def _start_turn(self, text: str, queued: list[str] | None = None,
+                    images: list[dict[str, Any]] | None = None) -> None:
         self.last_turn += 1
         self.gen += 1
         turn = Turn(turn=self.last_turn, gen=self.gen, scope=CancelScope(), steer=list(queued or []))
@@ -411,6 +415,7 @@ class TurnMachine:
                 self._finish(StopReason.DENIED, f"a UserPromptSubmit hook blocked the prompt: {reply['block']}")
                 return
             message = h.user_text(prompt)
+            message["content"][:0] = h.user_images(images)  # the person's images, then what they said
             for context in (self.hook_context, reply and reply.get("context")):
                 if isinstance(context, str) and context:  # a hook's additionalContext, after the prompt
                     message["content"].append({"type": "text", "text": context})
