@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench.provider import anthropic_text, env_for  # noqa: E402
 from tests.provider.loopback import Loopback, Reply  # noqa: E402
 
-RUNS = 4
+RUNS = 6
 """Processes of each surface, alternating."""
 PROMPTS = 5
 """Prompts per process: the first (the session's first request) is reported apart from the rest."""

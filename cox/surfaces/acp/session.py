@@ -82,6 +82,7 @@ class AcpSession:
         self.mode = mode
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.held: Any = None
         self.translator = Translator()
         self.denies = SessionDenies(prep.engine)
         self.turn: asyncio.Future[tuple[str, str | None]] | None = None
@@ -122,9 +123,25 @@ class AcpSession:
         except RuntimeError:  # the loop is closed: the process is ending
             pass
 
+    async def _next(self) -> Any:
+        """The next event; text deltas already waiting behind one are joined into it (under a
+        burst one update carries them all; the first delta of a reply never waits)."""
+        event = self.held if self.held is not None else await self.queue.get()
+        self.held = None
+        if getattr(event, "type", None) != "text_delta" or self.queue.empty():
+            return event
+        texts = [event.text]
+        while not self.queue.empty():
+            later = self.queue.get_nowait()
+            if getattr(later, "type", None) != "text_delta":
+                self.held = later
+                break
+            texts.append(later.text)
+        return m.TextDelta(text="".join(texts))
+
     async def _consume(self) -> None:
         while True:
-            event = await self.queue.get()
+            event = await self._next()
             if event is DEAD:
                 self._end("error", "the session stopped unexpectedly")
                 return
