@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp import text_block
+from acp import RequestError, text_block
 
 from .driver import Editor, agent, run, script
 
@@ -63,22 +63,27 @@ def test_load_replays_the_stored_session_and_set_mode_plan_holds(tmp_path: Path)
     assert "now write plan.txt" in next(rollout).read_text()
 
 
-def test_set_mode_refuses_an_unknown_mode_and_architect_is_a_preset(tmp_path: Path) -> None:
+def test_bad_requests_are_refused_with_a_sentence_and_architect_is_a_preset(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     s = script(tmp_path / "s.json", [])
     editor = Editor()
 
-    async def go() -> str:
+    async def go() -> list[str]:
         async with agent(editor, ws, s) as conn:
             sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
             await conn.set_session_mode(session_id=sid, mode_id="architect")
-            try:
-                await conn.set_session_mode(session_id=sid, mode_id="yolo")
-            except Exception as exc:  # the RequestError the client raises for the error answer
-                return str(getattr(exc, "data", exc))
-            return "accepted"
+            said = []
+            for bad in (conn.set_session_mode(session_id=sid, mode_id="yolo"),
+                        conn.load_session(cwd=str(ws), session_id="../../etc/passwd", mcp_servers=[]),
+                        conn.load_session(cwd=str(ws), session_id="01NOSUCHSESSION", mcp_servers=[])):
+                try:
+                    await bad
+                except RequestError as exc:  # the error answer, as the client raises it
+                    said.append(str(exc.data))
+            return said
 
-    said = run(go())
-    assert "unknown mode 'yolo'" in said and "acceptEdits" in said
+    mode, path, missing = run(go())
+    assert "unknown mode 'yolo'" in mode and "acceptEdits" in mode
+    assert "is not a cox session id" in path and "no stored session 01NOSUCHSESSION" in missing
     assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["architect"]

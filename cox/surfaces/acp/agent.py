@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -47,6 +48,9 @@ __all__ = ["CoxAgent"]
 
 log = logging.getLogger(__name__)
 
+SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z-]{0,63}")
+"""A session id as cox writes them (a ULID; Claude Code's UUID spelling of one): nothing that
+could name a path."""
 KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
 AUTH = [AuthMethodAgent(id="anthropic-api-key", name="Anthropic API key",
                         description="set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the agent's environment"),
@@ -148,7 +152,16 @@ class CoxAgent:
         if not os.path.isabs(cwd):
             raise RequestError.invalid_params({"message": f"cwd must be an absolute path, got {cwd!r}"})
         self.loop = asyncio.get_running_loop()
-        handle, prep, commands = await asyncio.to_thread(self._open, cwd, resume, mcp_servers)
+        try:
+            handle, prep, commands = await asyncio.to_thread(self._open, cwd, resume, mcp_servers)
+        except RequestError:
+            raise
+        except (Exception, SystemExit) as exc:  # a bug, a store that cannot start: said, and the agent goes on
+            log.exception("opening a session failed")
+            from cox.surfaces.commands import _startup_failure
+
+            raise RequestError.internal_error({"message": _startup_failure(exc, None)
+                                               if isinstance(exc, Exception) else "the session could not start"}) from None
         s = prep.settings
         mode = "architect" if s.preset == "architect" else s.permission_mode.value
         session = AcpSession(self.conn, handle, prep, mode=mode, commands=commands,
@@ -188,6 +201,9 @@ class CoxAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **kwargs: Any) -> LoadSessionResponse:
+        if not SESSION_ID.fullmatch(session_id):
+            raise RequestError.invalid_params({"message": f"{session_id!r} is not a cox session id; `cox sessions` "
+                                               "lists them"})
         if session_id in self.sessions:
             raise RequestError.invalid_params({"message": f"session {session_id} is already open here"})
         from cox.actors.store.layout import Layout, cox_home
