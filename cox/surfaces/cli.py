@@ -114,6 +114,11 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     period.add_argument("--cache", action="store_true", help="prompt-cache hit ratio per session and model")
     stats.add_argument("--json", action="store_true", help="the same figures as JSON")
 
+    acp = sub.add_parser("acp", help="an Agent Client Protocol agent on stdio (Zed, JetBrains, any ACP client)")
+    for flag, helptext in (("--script", "use the scripted model with this JSON script"), ("--model", MODEL_HELP)):
+        acp.add_argument(flag, default=argparse.SUPPRESS, help=helptext)
+    acp.add_argument("--permission-mode", choices=PERMISSION_MODES, default=argparse.SUPPRESS, help=PERMISSION_MODE_HELP)
+
     expand = sub.add_parser("expand", help="print an archived tool output")
     expand.add_argument("id", help="the archive id a capped tool result names (expand #ID)")
     expand.add_argument("--lines", metavar="A-B", help="only lines A to B (1-based, inclusive)")
@@ -212,6 +217,10 @@ def _dispatch(args: Any) -> int:
         from .doctor import run as doctor_run
 
         return doctor_run(args)
+    if cmd == "acp":
+        from .acp.main import run as acp_run
+
+        return acp_run(args)
     if cmd == "expand":
         from .commands import cmd_expand, reading_store
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from cox.surfaces import cli
 
-COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "expand", "config", "policy", "apply-patch", "mcp", "hooks",
-            "ext", "exec", "serve"]
+COMMANDS = ["run", "demo", "sessions", "doctor", "stats", "acp", "expand", "config", "policy", "apply-patch", "mcp",
+            "hooks", "ext", "exec", "serve"]
 
 
 def test_a_usage_error_names_every_command(tmp_path: Path) -> None:

@@ -96,18 +96,23 @@ class ReadTool(PathTool):
             data = f.read()
         if b"\0" in data[:BINARY_SNIFF]:
             return ToolResult.error(f"{display(path, env)} is a binary file ({len(data)} bytes); not shown as text")
-        text = data.decode("utf-8", errors="replace")
-        lines = text.splitlines()
-        offset = int(call.input.get("offset") or 1)
-        limit = int(call.input.get("limit") or 2000)
-        chosen = lines[offset - 1 : offset - 1 + limit]
-        width = len(str(offset + len(chosen)))
-        body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(chosen, start=offset))
-        if not lines:
-            body = "(empty file)"
-        elif offset - 1 + limit < len(lines):
-            body += f"\n… {len(lines) - (offset - 1 + limit)} more lines (use offset={offset + limit})"
-        return ToolResult(visible=body, meta={"lines": len(chosen), "total_lines": len(lines)})
+        return numbered(data.decode("utf-8", errors="replace"), call.input)
+
+
+def numbered(text: str, call_input: dict[str, Any]) -> ToolResult:
+    """``read``'s answer for a file's text: the lines ``offset``/``limit`` choose, numbered
+    (also what ``cox acp`` answers with the text of the editor's buffer)."""
+    lines = text.splitlines()
+    offset = int(call_input.get("offset") or 1)
+    limit = int(call_input.get("limit") or 2000)
+    chosen = lines[offset - 1 : offset - 1 + limit]
+    width = len(str(offset + len(chosen)))
+    body = "\n".join(f"{n:>{width}}\t{line}" for n, line in enumerate(chosen, start=offset))
+    if not lines:
+        body = "(empty file)"
+    elif offset - 1 + limit < len(lines):
+        body += f"\n… {len(lines) - (offset - 1 + limit)} more lines (use offset={offset + limit})"
+    return ToolResult(visible=body, meta={"lines": len(chosen), "total_lines": len(lines)})
 
 
 class WriteTool(PathTool):
