@@ -246,12 +246,12 @@ class CoxAgent:
         from cox.surfaces.commands import Refused, slash_turn
 
         try:
-            text, model = slash_turn(turn.text, session.commands, session.prep)
+            got = slash_turn(turn.text, session.commands, session.prep)
         except Refused as exc:
             raise RequestError.invalid_params({"message": str(exc)}) from None
-        if model:
-            session.handle.submit(m.SetModel(model=model))
-        return m.UserTurn(text=text, images=turn.images)
+        if got.model:
+            session.handle.submit(m.SetModel(model=got.model))
+        return m.UserTurn(text=got.text, images=turn.images, allow=got.allow)  # the person's own command's allowed-tools
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.get(session_id)

@@ -58,7 +58,7 @@ def _call_update(call: Any, shown_id: str) -> ToolCallUpdate:
     from .updates import kind_of
 
     return ToolCallUpdate(tool_call_id=shown_id, title=sanitize(f"{call.name} {call.subject}".strip())[:300],
-                          kind=kind_of(call.name), status="pending", raw_input=dict(call.input or {}))  # type: ignore[arg-type]
+                          kind=kind_of(call.name), status="pending", raw_input=dict(call.input or {}))
 
 
 @dataclass(frozen=True)
@@ -219,7 +219,7 @@ class AcpSession:
         mapped = stop_reason(stop)
         if mapped is None:
             raise RequestError.internal_error({"message": sanitize(reason or f"the turn ended: {stop}")})
-        return PromptResponse(stop_reason=mapped)  # type: ignore[arg-type]
+        return PromptResponse(stop_reason=mapped)
 
     def cancel(self) -> None:
         if self.turn is None:
