@@ -35,7 +35,7 @@ _DECLARES: dict[str, str] = {
 }
 _SUFFIXES = {"python": (".py", ".pyi"), "typescript": (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"),
              "rust": (".rs",), "go": (".go",)}
-_SCHEMA = {
+POSITION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "path": {"type": "string", "description": "the file the symbol is in"},
@@ -139,7 +139,7 @@ def _grep(env: ToolEnv, language: str, name: str, declares: bool, rows: _Rows) -
 
 
 class _NavigateTool(BaseTool):
-    input_schema = _SCHEMA
+    input_schema = POSITION_SCHEMA
     parallel = True
     required = ("path", "line", "col")
     method = ""

@@ -22,7 +22,7 @@ from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import ToolEnv, ToolInputError
 from .files import PathTool, display
-from .navigate import position
+from .navigate import POSITION_SCHEMA, position
 
 _IDENT_OK = 200
 
@@ -35,17 +35,8 @@ class RenameSymbolTool(PathTool):
         "1-based; col counts characters. Every file it would change is checked and approved as one set before "
         "anything is written; the rename is all or nothing and lists the files it changed."
     )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "the file the symbol is in"},
-            "line": {"type": "integer", "minimum": 1, "description": "its line, 1-based"},
-            "col": {"type": "integer", "minimum": 1, "description": "a character of the symbol, 1-based"},
-            "new_name": {"type": "string", "description": "the symbol's new name"},
-        },
-        "required": ["path", "line", "col", "new_name"],
-        "additionalProperties": False,
-    }
+    input_schema = {**POSITION_SCHEMA, "required": ["path", "line", "col", "new_name"], "properties": {
+        **POSITION_SCHEMA["properties"], "new_name": {"type": "string", "description": "the symbol's new name"}}}
     parallel = False
     required = ("path", "line", "col", "new_name")
 
