@@ -24,7 +24,11 @@ OFF_THE_PATH = {
     "ctypes",  # the folder watcher loads libc when it starts watching, not at import
     # the bash classifier (tree of cox.policy.bash) loads with the first bash line judged, not with the engine
     "cox.policy.bash", "cox.policy.shell", "cox.policy.bashread", "cox.policy.words", "cox.policy.braces",
-    "cox.policy.evaluation", "cox.policy.scripts",
+    "cox.policy.evaluation", "cox.policy.scripts", "shlex",
+    "tempfile",  # the home's probe is cox.atomic's exclusive create; tools make temp files when they run
+    "hashlib",  # content ids are hashed with the first write (checkpoints), hook hashes with a repository's hooks
+    "concurrent.futures",  # hooks run in parallel and MCP elicitations settle with the first of either
+    "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
 
