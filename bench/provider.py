@@ -2,7 +2,9 @@
 
     .venv/bin/python bench/provider.py [--startup]
 
-``--startup`` stops after the start-up lines (the floor, the floor agent, cox's ratio to it).
+``--startup`` stops after the start-up lines (the floor, the floor agent, cox's ratio to it, and
+the same ratio in CPU time, which a machine shared with other work does not blur as it does the
+wall clock).
 
 Prints the floor first: ``python -c pass`` and a ~60-line stdlib agent (one keep-alive
 connection, SSE parsed, one bash call) against the same server, and cox's launch → first request
@@ -97,6 +99,37 @@ while True:
     messages.append({"role": "user", "content": results})
 print()
 """
+# The CPU time (all threads) a process has used when its first request leaves: cox's at the
+# moment ``post_sse_stdlib`` is called, the floor agent's just before its ``conn.request``.
+# Each prints it and exits there, so no server is needed.
+CPU_MARK = "CPU_TO_FIRST_REQUEST"
+COX_CPU_PROBE = r"""
+import importlib.machinery, os, runpy, sys, time
+
+def first_request(*args, **kwargs):
+    print(f"CPU_TO_FIRST_REQUEST {time.process_time() * 1000:.3f}", file=sys.stderr, flush=True)
+    os._exit(0)
+
+class Patch:  # patches the transport when cox imports it, so nothing loads earlier than it would
+    def find_spec(self, name, path, target=None):
+        if name != "cox.actors.provider.stdlib_http":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        load = spec.loader.exec_module
+        def exec_module(module):
+            load(module)
+            module.post_sse_stdlib = first_request
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Patch())
+sys.argv = ["cox", *sys.argv[1:]]
+runpy.run_module("cox.surfaces.cli", run_name="__main__", alter_sys=True)
+"""
+FLOOR_CPU_PROBE = FLOOR_AGENT.replace(
+    "    conn.request(", "    print(f'CPU_TO_FIRST_REQUEST {__import__(\"time\").process_time() * 1000:.3f}', "
+    "file=sys.stderr, flush=True); os._exit(0)\n    conn.request(", 1)
 DELTAS = 20_000
 STREAM_RUNS = 7  # the first-delta latency is a few ms: a median of 7 keeps one slow run out
 
@@ -187,6 +220,20 @@ def first_request(kind: str, ws: Path, home: Path) -> float:
             subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "-p", "x"], cwd=ws,
                            env=env_for(kind, api, home), capture_output=True, check=False, timeout=60)
             times.append((api.requests[-1]["at"] - t0) * 1000)
+    return statistics.median(times)
+
+
+def cpu_to_first_request(code: str, args: list[str], ws: Path, home: Path) -> float:
+    """Median CPU ms (all threads) of ``python -c code args`` when its first request leaves."""
+    times = []
+    with Loopback() as api:  # never asked: both probes exit before they connect
+        for _ in range(RUNS):
+            out = subprocess.run([sys.executable, "-c", code, *args], cwd=ws, env=env_for("anthropic", api, home),
+                                 capture_output=True, text=True, check=False, timeout=60)
+            mark = next((line for line in out.stderr.splitlines() if line.startswith(CPU_MARK)), None)
+            if mark is None:
+                raise SystemExit(f"no first request: {out.stderr[-2000:]}")
+            times.append(float(mark.split()[1]))
     return statistics.median(times)
 
 
@@ -341,6 +388,10 @@ def main() -> None:
             ratio = first / floor_first
             print(f"cox start-up: launch → first request {first:.1f} ms = {ratio:.2f}× the floor agent's "
                   f"(goal ≤ {FLOOR_GOAL:g}×)")
+            floor_cpu = cpu_to_first_request(FLOOR_CPU_PROBE, ["run echo ok"], ws, home)
+            cox_cpu = cpu_to_first_request(COX_CPU_PROBE, ["run", "-p", "x"], ws, home)
+            print(f"cox start-up CPU: {cox_cpu:.1f} ms to the first request = {cox_cpu / floor_cpu:.2f}× the floor "
+                  f"agent's {floor_cpu:.1f} ms (goal ≤ {FLOOR_GOAL:g}×)")
             if "--startup" in sys.argv[1:]:
                 return
         lat, rate = streaming(kind, ws, home)

@@ -18,7 +18,6 @@ every tool that edits a file in place (``edit``, ``apply_patch``), as in Claude 
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import os
 from collections.abc import Mapping
@@ -29,11 +28,10 @@ from typing import TYPE_CHECKING, Any
 from cox.actors.tools.spelling import claude_name, to_claude, to_cox
 from cox.slim import dataclass
 
-from .answer import interpret, merge
-from .run import Outcome, Wrap, run_command
 from .spec import TOOL_EVENTS, HookSpec
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # how a hook runs and what it answered load with the first hook a session has
+    from .run import Outcome, Wrap
     from .zygote import HookSandbox
 
 EDIT_MATCHERS: dict[str, tuple[str, ...]] = {"edit": ("Edit", "MultiEdit"), "apply_patch": ("Edit", "MultiEdit")}
@@ -78,6 +76,8 @@ class SessionHooks:
         chosen = self._chosen(point, payload)
         if not chosen:
             return None
+        from .answer import interpret, merge
+
         data = self._input(point, payload)
         stdin = json.dumps(data, ensure_ascii=False, default=str).encode()
         outcomes = self._run_all(chosen, stdin, payload.get("scope"), point, self._names(point, payload))
@@ -137,6 +137,7 @@ class SessionHooks:
                  names: tuple[str, ...] | None = None) -> list[Outcome]:
         env = {**self.env, "CLAUDE_PROJECT_DIR": str(self.cwd), "COX_PROJECT_DIR": str(self.cwd),
                "COX_SESSION_ID": self.session_id}
+        from .run import run_command
 
         def one(spec: HookSpec) -> Outcome:
             observe = self.observe
@@ -158,6 +159,8 @@ class SessionHooks:
 
         if len(chosen) == 1:
             return [one(chosen[0])]
+        import concurrent.futures
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(chosen))) as pool:
             return list(pool.map(one, chosen))
 
@@ -222,9 +225,6 @@ def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path:
                claude_sources: Any = None) -> tuple[SessionHooks | None, list[str]]:
     """The session's hooks from every source (``sources.load``) and the warnings to show; None
     when no hook is in effect (the session then pays nothing at its hook points)."""
-    from cox.protocol.types import SandboxMode
-
-    from .sandbox import hook_wrapper
     from .sources import load
 
     env = os.environ if env is None else env
@@ -236,6 +236,9 @@ def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path:
     if not loaded.specs:
         return None, loaded.warnings
     from cox.actors.tools.shell_env import command_environment
+    from cox.protocol.types import SandboxMode
+
+    from .sandbox import hook_wrapper
 
     child_env, _ = command_environment(tuple(settings.env_keep))
     wrap = None

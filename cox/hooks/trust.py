@@ -16,10 +16,8 @@ The file is ``{"version": 1, "files": {path: "sha256:…"}}``, written atomicall
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +42,9 @@ def _commands(hooks: Any) -> list[str]:
 
 def named_files(hooks: Any, root: Path) -> dict[str, str]:
     """``{path: sha256 of its bytes}`` of each file inside ``root`` a command names."""
+    import hashlib
+    import shlex  # a repository's hooks are rare: neither loads at start-up without them
+
     real_root = os.path.realpath(root)
     out: dict[str, str] = {}
     for command in _commands(hooks):
@@ -69,6 +70,8 @@ def hooks_hash(path: str, hooks: Any, root: Path | None = None) -> str:
     scripts = named_files(hooks, root) if root is not None else {}
     payload = json.dumps({"v": 1, "path": path, "hooks": hooks, "scripts": scripts}, sort_keys=True,
                          separators=(",", ":"), ensure_ascii=False)
+    import hashlib
+
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 

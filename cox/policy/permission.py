@@ -29,18 +29,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cox.protocol.types import ApprovalPolicy, PermissionMode, Risk, SandboxMode, ToolCall
 from cox.slim import dataclass
 
-from .bash import Split, canonical, split
 from .defaults import DEFAULT_DENY, DEFAULT_ORIGIN
 from .globs import escape, normalise
 from .names import CLOUD_AGENT, PATH_RULES, grant_name, is_mcp, rule_names_for
-from .reads import ReadGuard
 from .rules import Rule, RuleError, host_of, parse_rule
-from .shell import max_risk
+
+if TYPE_CHECKING:  # the bash classifier and the read guard load with the first bash line or read judged
+    from .bash import Split
+    from .reads import ReadGuard
 
 __all__ = ["DEFAULT_DENY", "Engine", "Outcome", "RuleError"]
 
@@ -135,6 +136,8 @@ class Engine:
         (``Edit(/repo/a.py)``, ``WebFetch(domain:docs.rs)``, ``mcp__s__t``). CloudAgent records
         nothing: a session grant never lifts its question."""
         if call.name == "bash":
+            from .bash import split
+
             line = self._line(call)
             sp = split(line)
             if sp.opaque or call.opaque or not sp.commands:
@@ -214,6 +217,9 @@ class Engine:
 
     def _bash(self, call: ToolCall, mode: PermissionMode, sandbox: SandboxMode, grants: Sequence[str],
               turn: Sequence[Rule] = ()) -> Outcome:
+        from .bash import split
+        from .shell import max_risk
+
         line = self._line(call)
         sp = split(line)
         extras: list[str] = []
@@ -286,6 +292,8 @@ class Engine:
         get it (``ToolEnv.reads``) to skip what those rules deny."""
         guard = self._reads
         if guard is None:
+            from .reads import ReadGuard
+
             guard = self._reads = ReadGuard(self._bucket("deny", "read"), self.home, self.roots)
         return guard
 
@@ -347,6 +355,8 @@ class Engine:
             else:
                 if rule.tool != "Bash" and rule.tool != "CloudAgent":
                     return "rule", rule
+        from .bash import canonical
+
         return "bash", canonical(stripped, stripped=True)
 
 

@@ -33,14 +33,16 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from cox.slim import dataclass
 
-from .bash import Command, Split
 from .globs import homes, normalise, segment_regex
 from .rules import Rule
+
+if TYPE_CHECKING:  # a bash line is checked once the classifier has split it
+    from .bash import Command, Split
 
 __all__ = ["UNKNOWN", "Hit", "ReadGuard", "literal_base", "path_base", "searches_recursively", "unescape"]
 
@@ -152,6 +154,8 @@ def _searches_cwd(text: str) -> bool:
     """Whether a recursive search may search the current folder: no path operand is certain
     (``grep -r x`` and ``grep -m 1 x`` search ``.``; ``grep -r x src`` does not). Any option
     whose value could be the next word is assumed to take it, which can only say yes more often."""
+    import shlex  # with the bash classifier, which split the line
+
     try:
         words = shlex.split(text)
     except ValueError:

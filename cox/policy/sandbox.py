@@ -44,7 +44,6 @@ import contextlib
 import fnmatch
 import os
 import posixpath
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -490,6 +489,8 @@ def explain(mode: SandboxMode, *, roots: Sequence[Path], cwd: Path, home: Path, 
             working: tuple[bool, str] = (True, "")) -> list[tuple[str, str]]:
     """``describe`` of the sandbox a call would get, built the way the bash tool builds it but
     without preparing anything on disk: what ``cox doctor`` and ``cox policy check`` show."""
+    import tempfile
+
     policy = harden(SandboxPolicy(SandboxMode(mode), (*roots, *writable_roots), network), cwd=cwd, home=home,
                     cox_home=cox_home, read_deny=read_deny, frozen=frozen, prepare=False,
                     tmp=Path(tempfile.gettempdir()) / "cox-tmp-<session>-…")

@@ -142,8 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     # result line and exit 4 (other commands get the default handlers back once parsed). As the
     # process's entry (argv None) the handlers stay until the process exits, so a signal during
     # teardown cannot turn the result's exit code into -15.
+    from . import startup
     from .stopper import Stopper
 
+    if argv is None:
+        startup.pause()  # the collector waits until the session is open (cox.surfaces.startup)
     stopper = Stopper()
     stopper.install()
     # cox's threads (provider stream, session, surface) hand each delta along; with CPython's
@@ -187,12 +190,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command in TEXT_COMMANDS and getattr(args, "mcp_command", None) != "serve" and stdout.isatty():
             sys.stdout = SanitizedStream(stdout)
+        if args.command is not None:  # the TUI's start-up ends when its session is open
+            startup.over()
         return _dispatch(args)
     except KeyboardInterrupt:
         return 4
     except BrokenPipeError:
         return 1
     finally:
+        startup.over()
         sys.stdout, sys.stderr = stdout, stderr
         if argv is not None:  # called in-process: leave the caller's handlers as they were
             stopper.restore()

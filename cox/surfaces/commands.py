@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from cox.actors.store.layout import Layout, cox_home
 from cox.slim import dataclass
 
+from . import startup
 from .cli import EXIT_USAGE
 from .home import home_problem
 
@@ -431,6 +432,7 @@ def _run_session(args: Any, stopper: Any, apps: list[Any]) -> int:
             dialect.set_commands(commands, prep.skills)
         handle = app.open_session(prep.settings, prep.provider, tools, prep.engine, prep.resumed,
                                   hooks=dialect.hooks(hooks) if dialect is not None else hooks, deferred=deferred)
+        startup.over()
         if model and not getattr(args, "model", None):  # the command's front matter; --model wins
             from cox.protocol import messages as m
 
@@ -549,6 +551,7 @@ def cmd_interactive(args: Any) -> int:
     if getattr(args, "resume", None) == "":  # -r without an id: pick the session first (resume_pick)
         from .resume_pick import choose
 
+        startup.over()  # a person picks at leisure
         code = choose(args)
         if code is not None:
             return code
@@ -571,6 +574,7 @@ def cmd_interactive(args: Any) -> int:
                                       hooks=hooks, deferred=deferred)
         except Exception as exc:
             return fail(_startup_failure(exc, prep))
+        startup.over()
         think = price_line(prep.settings.think_model, prep.settings.model_overrides)
         from_config = prep.settings.preset == "architect" and not getattr(args, "mode", None)
         commands = session_commands(prep, tools, hooks)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
 from pathlib import Path
+
+from cox.atomic import Folder
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FIX_HOME = "set COX_HOME to a folder you own"
@@ -44,10 +45,9 @@ def home_problem(home: Path, *, create: bool = True, deep: bool = False) -> str 
         except OSError as exc:
             return _os_problem(home, exc)
     try:
-        # Exclusive and randomly named (mkstemp): a link left at a fixed name is never written through.
-        fd, probe = tempfile.mkstemp(dir=home, prefix=".cox-probe-")
-        os.close(fd)
-        os.unlink(probe)
+        # Exclusive and randomly named (Folder.temp): a link left at a fixed name is never written through.
+        with Folder(home) as folder:
+            folder.remove(folder.temp("cox-probe", b"", suffix=""))
     except OSError as exc:
         return _os_problem(home, exc)
     for sub in ("sessions", "archive", "logs", "checkpoints"):

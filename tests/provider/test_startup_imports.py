@@ -22,6 +22,14 @@ OFF_THE_PATH = {
     "tomllib",  # parsed only when a TOML config or settings file is there (none in this run)
     "secrets", "hmac",  # random tags come from os.urandom
     "ctypes",  # the folder watcher loads libc when it starts watching, not at import
+    # the bash classifier (tree of cox.policy.bash) loads with the first bash line judged, not with the engine
+    "cox.policy.bash", "cox.policy.shell", "cox.policy.bashread", "cox.policy.words", "cox.policy.braces",
+    "cox.policy.evaluation", "cox.policy.scripts", "shlex",
+    "tempfile",  # the home's probe is cox.atomic's exclusive create; tools make temp files when they run
+    "hashlib",  # content ids are hashed with the first write (checkpoints), hook hashes with a repository's hooks
+    "concurrent.futures",  # hooks run in parallel and MCP elicitations settle with the first of either
+    "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
+    "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
 
@@ -80,3 +88,46 @@ def test_a_headless_run_compiles_no_dataclass_of_cox_at_import(tmp_path: Path) -
     assert "cox.COUNTED" in built  # the count is the real one
     extra = sorted(built - {"cox.COUNTED"})
     assert extra == [], f"built with dataclasses.dataclass at start-up (use `from cox.slim import dataclass`): {extra}"
+
+
+# The cyclic collector is paused from the process's entry until the session is open
+# (cox.surfaces.startup): start-up's ~300 modules and tables would be scanned over and over.
+
+COUNT_COLLECTIONS = """
+import atexit, gc, runpy, sys
+seen = []
+gc.callbacks.append(lambda phase, info: seen.append(info["generation"]) if phase == "start" else None)
+import cox.surfaces.startup as startup
+real_pause, real_over = startup.pause, startup.over
+at_open = []
+def pause():
+    real_pause()
+    at_open.append(len(seen))
+def over():
+    if len(at_open) == 1:
+        at_open.append((len(seen) - at_open[0], startup._paused))
+    real_over()
+    at_open.append((gc.isenabled(), gc.get_freeze_count()))
+startup.pause, startup.over = pause, over
+atexit.register(lambda: print(f"COLLECTIONS {at_open}", file=sys.stderr))
+sys.argv = ["cox", *sys.argv[1:]]
+runpy.run_module("cox.surfaces.cli", run_name="__main__")
+"""
+
+
+def test_start_up_runs_no_garbage_collection_and_freezes_what_it_built(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = tmp_path / "s.json"
+    script.write_text('{"model": "scripted", "replies": [{"text": "hello there"}]}')
+    env = {**os.environ, "COX_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", COUNT_COLLECTIONS, "run", "--script", str(script), "-p", "hi"],
+                         cwd=ws, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "hello there" in out.stdout
+    line = next(x for x in out.stderr.splitlines() if x.startswith("COLLECTIONS"))
+    _, (collections, paused), (enabled, frozen) = eval(line.split(" ", 1)[1])[:3]  # noqa: S307  # our own repr
+    assert paused, "the collector was not paused at the process's entry"
+    assert collections == 0, f"{collections} garbage collections ran before the session was open"
+    assert enabled, "the collector stayed off once the session was open"
+    assert frozen > 10_000, f"only {frozen} objects were frozen out of later collections"

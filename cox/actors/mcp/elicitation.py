@@ -12,9 +12,8 @@ the call or the turn ends, or the session closes; its server then gets ``cancel`
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -22,7 +21,10 @@ from cox.protocol import messages as m
 from cox.protocol.types import QuestionCloseReason
 from cox.slim import dataclass
 
-Reply = concurrent.futures.Future[dict[str, Any]]
+if TYPE_CHECKING:  # concurrent.futures loads with the first elicitation, not with every session
+    import concurrent.futures
+
+    Reply = concurrent.futures.Future[dict[str, Any]]
 
 
 @dataclass(slots=True)
@@ -37,6 +39,8 @@ class OpenDialogue:
 
 
 def resolve(reply: Reply, outcome: dict[str, Any]) -> None:
+    import concurrent.futures
+
     try:
         reply.set_result(outcome)
     except concurrent.futures.InvalidStateError:
@@ -59,6 +63,8 @@ class ElicitationBroker:
     def ask_from_thread(self, request: dict[str, Any]) -> Reply:
         """Called by an MCP connection's loop thread: the future settles with the ``ElicitResult``
         fields; cancelling it (the server withdrew the request, the call ended) withdraws it."""
+        import concurrent.futures
+
         from cox.actors.session.messages import Elicit
 
         reply: Reply = concurrent.futures.Future()

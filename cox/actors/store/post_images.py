@@ -11,7 +11,6 @@ the change since, and the rewind reports a conflict instead of undoing their wor
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import stat
@@ -38,6 +37,8 @@ FOLDER = "folder"
 
 def blob_id(data: bytes) -> str:
     """git's object id of a blob with these bytes (``git hash-object``)."""
+    import hashlib  # with the first write, not at start-up
+
     h = hashlib.sha1(usedforsecurity=False)
     h.update(b"blob %d\0" % len(data))
     h.update(data)

@@ -23,7 +23,6 @@ import os
 import selectors
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -320,6 +319,8 @@ class BashTool(BaseTool):
         host_tmp = tmp.path() if tmp is not None else None  # private to this session (0700)
         inside = host_tmp is not None and argv[0] != "bash"  # the log is then at /tmp/… in the sandbox
         # Never a shared /tmp/cox-jobs: another user's (or an attacker's) folder or link there.
+        import tempfile
+
         folder = (host_tmp / "cox-jobs") if host_tmp is not None else Path(tempfile.mkdtemp(prefix="cox-jobs-"))
         folder.mkdir(exist_ok=True)
         log = Path(tempfile.mkstemp(prefix="job-", suffix=".log", dir=folder)[1])

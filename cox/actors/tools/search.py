@@ -43,7 +43,6 @@ import re
 import shutil
 import stat
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -674,6 +673,8 @@ def rg_search(rg: str, root: Path, files: list[str], q: Query, hits: Hits, env: 
 
 def _rg_run(argv: list[str], root: Path, hits: Hits, env: ToolEnv,
             allowed: Callable[[str], bool] | None = None) -> str | None:
+    import tempfile  # with the first rg run
+
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
                                 start_new_session=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -83,6 +82,8 @@ class SessionTmp:
         self._lock = threading.Lock()
 
     def path(self) -> Path | None:
+        import tempfile  # with the session's first command
+
         with self._lock:
             if self._removed:
                 return None

@@ -4,7 +4,6 @@ rest in a temporary file, so a command that prints gigabytes cannot exhaust the 
 from __future__ import annotations
 
 import codecs
-import tempfile
 from typing import IO
 
 MEMORY_LIMIT = 1024 * 1024
@@ -25,6 +24,8 @@ class Spool:
             self.memory += data
         else:
             if self.file is None:
+                import tempfile  # with the first output too big for memory
+
                 self.file = tempfile.TemporaryFile(prefix="cox-output-")
                 self.file.write(self.memory)
                 self.memory = bytearray()

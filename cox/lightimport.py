@@ -1,0 +1,46 @@
+"""``dataclasses`` without the two modules it imports only for rare calls.
+
+Why: ``import dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``…) and
+``copy`` at its top, ~7 ms on the way to ``cox run -p``'s first request, yet it calls them only
+in ``dataclasses.dataclass`` itself (``inspect.signature``, for a class without a docstring) and
+in ``asdict``/``astuple`` (``copy.deepcopy``). cox's own classes are built by ``cox.slim``, which
+needs neither. So ``cox/__init__`` imports ``dataclasses`` here first, with a stand-in for each
+of the two that imports the real module on the first attribute asked of it. Only
+``dataclasses``'s own reference is a stand-in: the stand-ins leave ``sys.modules`` as soon as
+``dataclasses`` is imported, so every other ``import inspect`` or ``import copy`` gets the real
+module. When ``dataclasses`` is imported already (a host process), nothing changes.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+DEFERRED = ("inspect", "copy")
+
+
+class OnFirstUse(types.ModuleType):
+    """Stands in for module ``name``: its first attribute imports the real one (the import
+    system's own lock makes that safe from any thread)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if sys.modules.get(self.__name__) is self:  # asked while dataclasses itself was importing
+            del sys.modules[self.__name__]
+        return getattr(__import__(self.__name__), attr)
+
+
+def import_dataclasses() -> None:
+    if "dataclasses" in sys.modules:
+        return
+    stand_ins = {name: OnFirstUse(name) for name in DEFERRED if name not in sys.modules}
+    sys.modules.update(stand_ins)
+    try:
+        import dataclasses  # noqa: F401  # binds the stand-ins
+    finally:
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
+import_dataclasses()

@@ -1,0 +1,46 @@
+"""``cox.lightimport``: importing cox imports ``dataclasses`` without ``inspect`` and ``copy``, and
+everything of dataclasses that needs them still works, from any thread. In a fresh interpreter:
+this test process has imported dataclasses long ago."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROBE = r"""
+import sys, threading
+import cox, dataclasses
+assert "inspect" not in sys.modules and "copy" not in sys.modules, sorted(sys.modules)
+errors = []
+def build(i):
+    try:
+        cls = dataclasses.make_dataclass(f"C{i}", [("x", int), ("y", list)])
+        assert cls.__doc__ == f"C{i}(x: int, y: list)", cls.__doc__  # inspect.signature, through the stand-in
+        obj = cls(1, [[2]])
+        copied = dataclasses.asdict(obj)  # copy.deepcopy, through the stand-in
+        assert copied == {"x": 1, "y": [[2]]} and copied["y"] is not obj.y
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=build, args=(i,)) for i in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert not errors, errors
+import copy, inspect
+assert type(inspect) is type(sys) and type(copy) is type(sys)  # every other importer gets the real modules
+assert inspect.signature is sys.modules["inspect"].signature
+print("ok")
+"""
+
+
+def test_cox_imports_dataclasses_without_inspect_and_copy_and_dataclasses_still_work() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_a_host_that_imported_dataclasses_first_keeps_it_as_it_was() -> None:
+    probe = ("import sys, dataclasses, inspect\nimport cox\n"
+             "assert dataclasses.inspect is inspect, dataclasses.inspect\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
