@@ -11,13 +11,15 @@ wait ends with the turn (an interrupt) or the session. The session actor routes 
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.protocol.types import Decision, Risk, ToolCall
 from cox.slim import dataclass
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 __all__ = ["AskWrites", "WriteApprovals"]
 
@@ -52,6 +54,8 @@ class WriteApprovals:
         if not asking:
             return None
         key = f"{call_id}/files"
+        import concurrent.futures  # with the first rename's approval: not on the way to cox run -p's first request
+
         future: concurrent.futures.Future[Decision] = concurrent.futures.Future()
         with self._lock:
             self._waiting[key] = future
