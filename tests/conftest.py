@@ -4,9 +4,7 @@ or thread may outlive its test; and compiled bytecode for the cox processes the 
 from __future__ import annotations
 
 import os
-import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,28 +18,19 @@ from tests.waits import BOUND_S, join_new_threads
 def _bytecode_cache() -> None:
     """Let the ``cox`` processes the tests start read compiled bytecode, as a user's install does.
 
-    This workplace exports ``PYTHONDONTWRITEBYTECODE=1``, so without a cache every ``cox run`` the
-    suite starts (hundreds: the attack bench alone runs four per attack) compiles cox from source
-    again: about 0.3 s of the 0.45 s of CPU a short run costs here, and the suite's time halves
-    in the files that start cox. The cache is a folder of this user's outside the
-    checkout (``PYTHONPYCACHEPREFIX``), so the tree stays clean; Python checks each file against its
-    source (mtime and size), so an edited module is recompiled. The unprivileged test user only
-    reads it (it cannot write there, which Python ignores). A folder someone else owns, or that
-    others may write, is never used: then the processes compile from source as before.
+    This workplace exports ``PYTHONDONTWRITEBYTECODE=1``, so every ``cox run`` the suite starts
+    (hundreds: the attack bench alone runs four per attack) compiled cox from source again: about
+    0.3 s of the 0.45 s of CPU a short run costs here, and half the time of the files that start
+    cox. Without it Python writes each module's bytecode once, beside its source in
+    ``__pycache__`` (which git ignores), and checks it against the source (mtime and size) on every
+    import, so an edited module is recompiled; the installed packages keep using the bytecode their
+    install wrote. The unprivileged test user only reads it (it cannot write into the checkout,
+    which Python ignores). ``COX_TEST_BYTECODE=0`` keeps the old behaviour.
     """
-    if os.environ.get("COX_TEST_PYCACHE") == "0":
+    if os.environ.get("COX_TEST_BYTECODE") == "0":
         return
-    base = Path(tempfile.gettempdir()) / f"cox-test-pycache-{os.geteuid()}"
-    try:
-        base.mkdir(mode=0o755, exist_ok=True)
-        st = base.lstat()
-    except OSError:
-        return
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        return
-    os.environ["PYTHONPYCACHEPREFIX"] = str(base)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    sys.pycache_prefix, sys.dont_write_bytecode = str(base), False  # this process's later imports too
+    sys.dont_write_bytecode = False  # this process's later imports too
 
 
 def pytest_configure(config: pytest.Config) -> None:
