@@ -110,7 +110,7 @@ def test_sandbox_confines_writes(ws, tmp_path, outside_dir):
 def test_network_is_unreachable_when_off(ws):
     server = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     port = server.server_address[1]
-    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t = threading.Thread(target=server.serve_forever, daemon=True, kwargs={"poll_interval": 0.02})
     t.start()
     try:
         probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('connected')\""

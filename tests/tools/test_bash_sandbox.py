@@ -216,9 +216,16 @@ def test_as_root_no_capabilities_and_no_remount(box):
 
 
 @needs_sandbox
+def _count_when_both_run(tag: str) -> str:
+    """Shell that prints how many ``sleep TAG`` run once both have started (waiting for them, not a
+    fixed 50 ms a busy machine can outlast; the bound is only for a hang)."""
+    return (f"for i in $(seq 3000); do n=$(pgrep -c -f '^sleep {tag}'); [ \"$n\" -ge 2 ] && break; "
+            f"sleep 0.02; done; echo $n")
+
+
 def test_setsid_and_double_forked_children_end_with_the_call(box):
     tag = f"{secrets.randbelow(10**6) + 10**6}.5"
-    r = run(env_of(box), f"setsid sleep {tag} & (sleep {tag} &) ; sleep 0.05; pgrep -c -f '^sleep {tag}'")
+    r = run(env_of(box), f"setsid sleep {tag} & (sleep {tag} &) ; {_count_when_both_run(tag)}")
     assert r.visible.startswith("2"), r.visible  # both were running when the line ended
     assert wait_gone(f"sleep\0{tag}".encode()) == []
 
@@ -226,7 +233,7 @@ def test_setsid_and_double_forked_children_end_with_the_call(box):
 def test_unconfined_setsid_children_end_with_the_call(box):
     tag = f"{secrets.randbelow(10**6) + 10**6}.25"
     r = run(env_of(box, SandboxMode.DANGER_FULL_ACCESS),
-            f"setsid sleep {tag} & (setsid sleep {tag} &) ; sleep 0.05; pgrep -c -f '^sleep {tag}'")
+            f"setsid sleep {tag} & (setsid sleep {tag} &) ; {_count_when_both_run(tag)}")
     assert r.visible.startswith("2"), r.visible
     assert wait_gone(f"sleep\0{tag}".encode()) == []
 
