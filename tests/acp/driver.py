@@ -172,9 +172,11 @@ async def agent(editor: Editor, ws: Path, script_path: Path | None, *args: str,
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
     with open(ws.parent / "acp-stderr.txt", "ab") as err:  # read by nobody, so it must not be a pipe
         flags = ["--script", str(script_path)] if script_path is not None else []
-        async with spawn_agent_process(editor, sys.executable, "-m", "cox.surfaces.cli", "acp", *flags,
+        client: Any = editor  # the client side's methods, duck-typed as the acp package calls them
+        async with spawn_agent_process(client, sys.executable, "-m", "cox.surfaces.cli", "acp", *flags,
                                        *args, env=env, cwd=str(ws),
-                                       transport_kwargs={"stderr": err.fileno()}) as (conn, proc):
+                                       transport_kwargs={"stderr": err.fileno()}) as (connection, proc):
+            conn: Any = connection  # the tests read conn.process and conn.init beside the protocol's methods
             conn.process = proc
             conn.init = await asyncio.wait_for(
                 conn.initialize(protocol_version=1, client_capabilities=editor.caps()), BOUND_S)

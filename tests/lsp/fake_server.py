@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 MODE = sys.argv[1]
 ARG = sys.argv[2] if len(sys.argv) > 2 else ""
 root_uri = ""
 
 
-def read() -> dict | None:
+def read() -> dict[str, Any] | None:
     length = None
     while True:
         line = sys.stdin.buffer.readline()
@@ -34,10 +35,11 @@ def read() -> dict | None:
         name, _, value = line.decode().partition(":")
         if name.lower() == "content-length":
             length = int(value)
-    return json.loads(sys.stdin.buffer.read(length or 0))
+    message: dict[str, Any] = json.loads(sys.stdin.buffer.read(length or 0))
+    return message
 
 
-def send(message: dict) -> None:
+def send(message: dict[str, Any]) -> None:
     body = json.dumps(message).encode()
     sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     sys.stdout.buffer.flush()
@@ -60,7 +62,7 @@ while True:
     method = msg.get("method")
     if method == "initialize":
         root_uri = msg["params"].get("rootUri") or ""
-        caps = {"textDocumentSync": 1, "renameProvider": True, "definitionProvider": True}
+        caps: dict[str, Any] = {"textDocumentSync": 1, "renameProvider": True, "definitionProvider": True}
         if MODE == "pull":
             caps["diagnosticProvider"] = {"interFileDependencies": False, "workspaceDiagnostics": False}
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": caps}})
