@@ -262,20 +262,30 @@ class AgentHost:
             except Exception:  # noqa: BLE001 - a child that would not stop is logged, not fatal
                 log.warning("a subagent did not stop in time")
 
-    def relay(self, got: fx.ChildEvent) -> list[Any]:
-        """What the parent emits for a child's event (on the parent's thread): its approvals as
-        the parent's own, labelled; the rest tagged with the agent (``AgentEvent``)."""
+    def relay(self, got: fx.ChildEvent) -> list[tuple[Any, str | None]]:
+        """What the parent emits for a child's events (on the parent's thread), each with its
+        line when it is known already: its approvals as the parent's own, labelled; the rest
+        tagged with the agent (``AgentEvent``), whose line wraps the child's line as it is (the
+        child's recorder scrubbed it) instead of encoding its parse again."""
         import json
 
-        event = got.event
-        if event.type == "approval_required":
-            with self.lock:
-                self.approvals[event.call.id] = got.agent_id
-            return [m.ApprovalRequired(call=event.call, reason=f"[agent {got.agent_id} · {got.kind}] {event.reason}")]
-        if event.type == "tool_call_done":
-            with self.lock:
-                self.approvals.pop(event.call_id, None)
-        return [m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(got.line))]
+        from cox.protocol.record import json_any
+
+        out: list[tuple[Any, str | None]] = []
+        head = f'{{"type":"agent_event","agent_id":{json_any(got.agent_id)},"call_id":{json_any(got.call_id)},"event":'
+        for event, line in got.events:
+            if event.type == "approval_required":
+                with self.lock:
+                    self.approvals[event.call.id] = got.agent_id
+                reason = f"[agent {got.agent_id} · {got.kind}] {event.reason}"
+                out.append((m.ApprovalRequired(call=event.call, reason=reason), None))
+                continue
+            if event.type == "tool_call_done":
+                with self.lock:
+                    self.approvals.pop(event.call_id, None)
+            out.append((m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(line)),
+                        head + line + "}"))
+        return out
 
     def route(self, approve: m.Approve) -> bool:
         """Hand a person's answer to the child that asked (True), or leave it to the parent."""
@@ -379,29 +389,8 @@ class AgentHost:
         except WorktreeError as exc:
             raise AgentError(f"could not make a worktree for the agent: {exc}") from None
 
-    def _sink(self, child: Child, parent: pykka.ActorRef[Any]) -> Any:
-        """The child's surface, on the child's thread: keep what its report needs, relay to the parent."""
-        def sink(event: Any, line: str) -> None:
-            kind = event.type
-            if kind == "assistant_message":
-                text = "".join(b.get("text", "") for b in event.content if b.get("type") == "text").strip()
-                if text:
-                    child.text = text
-            elif kind == "usage":
-                child.cost += event.usage.cost_usd
-            relay = kind in RELAYED or kind == "approval_required" or (
-                kind == "notice" and event.level in ("warning", "error", "security"))
-            if relay:
-                try:
-                    parent.tell(fx.ChildEvent(child.agent_id, child.kind, child.call_id, event, line))
-                except pykka.ActorDeadError:
-                    pass
-            if kind == "turn_done":
-                child.report = self._report(child, event)
-                child.state = "idle" if child.state == "running" else child.state
-                child.ended.set()
-
-        return sink
+    def _sink(self, child: Child, parent: pykka.ActorRef[Any]) -> Relay:
+        return Relay(self, child, parent)
 
     def _report(self, child: Child, done: m.TurnDone) -> AgentReport:
         wt = child.worktree
@@ -441,6 +430,45 @@ class AgentHost:
             pass
         except Exception:  # noqa: BLE001 - a child that will not stop is logged; the parent goes on
             log.warning("a subagent did not stop in time", agent=child.agent_id)
+
+
+class Relay:
+    """The child's surface, on the child's thread: keep what its report needs, relay to the parent.
+
+    The events one message of the child emits reach the parent as one ``ChildEvent`` (its
+    recorder calls :meth:`flush` when the message is handled): an interrupt's ending of
+    hundreds of children is a message each to the parent, not one per event. A turn's report
+    is handed over after its events have gone to the parent, as before."""
+
+    def __init__(self, host: AgentHost, child: Child, parent: pykka.ActorRef[Any]) -> None:
+        self.host, self.child, self.parent = host, child, parent
+        self.held: list[tuple[Any, str]] = []
+
+    def __call__(self, event: Any, line: str) -> None:
+        child, kind = self.child, event.type
+        if kind == "assistant_message":
+            text = "".join(b.get("text", "") for b in event.content if b.get("type") == "text").strip()
+            if text:
+                child.text = text
+        elif kind == "usage":
+            child.cost += event.usage.cost_usd
+        if kind in RELAYED or kind == "approval_required" or (
+                kind == "notice" and event.level in ("warning", "error", "security")):
+            self.held.append((event, line))
+        if kind == "turn_done":
+            self.flush()  # a turn's end (one per turn) goes at once, and its report after it
+            child.report = self.host._report(child, event)
+            child.state = "idle" if child.state == "running" else child.state
+            child.ended.set()
+
+    def flush(self) -> None:
+        held, self.held = self.held, []
+        if held:
+            child = self.child
+            try:
+                self.parent.tell(fx.ChildEvent(child.agent_id, child.kind, child.call_id, tuple(held)))
+            except pykka.ActorDeadError:
+                pass
 
 
 class AgentError(Exception):
