@@ -148,6 +148,8 @@ class AgentHost:
         self.approvals: dict[str, str] = {}  # a child's call waiting for the person -> its agent
         self.closed = False
         self._definitions: Any = None
+        self.to_close: list[tuple[float, Child]] = []  # reported foreground children, by when to stop them
+        self.close_pending = False
 
     # ------------------------------------------------------------------ AgentRunner
 
@@ -163,11 +165,36 @@ class AgentHost:
         finally:
             unregister()
         report = child.report or self._failed(child, "the agent stopped without a report")
-        # Its session is stopped off this path (a timer task): the report goes back now, and a
-        # crowd of children ending together (an interrupt) does not queue its clean-up in front
-        # of the reports.
-        scheduler.call_later(CLOSE_AFTER_S, lambda: self._close(child, wait=False))
+        self._close_later(child)
         return report
+
+    def _close_later(self, child: Child) -> None:
+        """Stop a reported child's session off the report's path, ``CLOSE_AFTER_S`` later: the
+        report goes back now, and a crowd of children ending together (an interrupt) does not
+        queue its clean-up in front of the reports. One timer task for all of them (a task per
+        child woke the timer thread for each, in the middle of the crowd's reports)."""
+        import time
+
+        with self.lock:
+            self.to_close.append((time.monotonic() + CLOSE_AFTER_S, child))
+            if self.close_pending:
+                return
+            self.close_pending = True
+        scheduler.call_later(CLOSE_AFTER_S, self._close_due)
+
+    def _close_due(self) -> None:
+        import time
+
+        now = time.monotonic()
+        with self.lock:
+            due = [c for when, c in self.to_close if when <= now]
+            self.to_close = [(when, c) for when, c in self.to_close if when > now]
+            later = self.to_close[0][0] - now if self.to_close else None
+            self.close_pending = later is not None
+        for child in due:
+            self._close(child, wait=False)
+        if later is not None:
+            scheduler.call_later(max(0.0, later), self._close_due)
 
     def start(self, task: AgentTask, call_id: str = "") -> str:
         return self._start(task, call_id).agent_id
