@@ -122,6 +122,10 @@ class Child:
         self.worktree: Any = None
         self.interrupt_sent = False
         """This turn's Interrupt was sent (a new turn, through ``send``, clears it)."""
+        self.wake = threading.Event()
+        """The foreground call may take the report (set with ``ended``; a cancelled call's later)."""
+        self.call_cancelled = False
+        """The parent's call that runs it was cancelled: its report is not awaited any more."""
 
     def interrupt(self) -> None:
         """Once per turn: the parent's scope (its call's cancel) and the parent's Interrupt
@@ -148,16 +152,21 @@ class AgentHost:
         self.approvals: dict[str, str] = {}  # a child's call waiting for the person -> its agent
         self.closed = False
         self._definitions: Any = None
-        self.to_close: list[tuple[float, Child]] = []  # reported foreground children, by when to stop them
-        self.close_pending = False
+        self.due_later: list[tuple[float, Any]] = []  # what ``_later`` runs, by when
+        self.later_pending = False
 
     # ------------------------------------------------------------------ AgentRunner
 
     def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
         child = self._start(task, call_id)
-        unregister = cancel.on_cancel(child.interrupt)  # the parent's interrupt reaches it at once
+
+        def cancelled() -> None:
+            child.call_cancelled = True
+            child.interrupt()
+
+        unregister = cancel.on_cancel(cancelled)  # the parent's interrupt reaches it at once
         try:
-            while not child.ended.wait(1.0):
+            while not child.wake.wait(1.0):
                 ref = child.ref
                 if ref is None or not ref.is_alive():  # gone without a word: its exit reports it
                     child.ended.wait(5.0)
@@ -169,32 +178,40 @@ class AgentHost:
         return report
 
     def _close_later(self, child: Child) -> None:
-        """Stop a reported child's session off the report's path, ``CLOSE_AFTER_S`` later: the
-        report goes back now, and a crowd of children ending together (an interrupt) does not
-        queue its clean-up in front of the reports. One timer task for all of them (a task per
-        child woke the timer thread for each, in the middle of the crowd's reports)."""
+        """Stop a reported child's session off the report's path: the report goes back now, and
+        a crowd of children ending together (an interrupt) does not queue its clean-up in front
+        of the reports."""
+        self._later(lambda: self._close(child, wait=False))
+
+    def _later(self, fn: Any) -> None:
+        """Run ``fn`` ``CLOSE_AFTER_S`` from now, on the timer thread. One timer task for all that
+        is due (a task each woke the timer thread for every child, in the middle of the crowd's
+        reports)."""
         import time
 
         with self.lock:
-            self.to_close.append((time.monotonic() + CLOSE_AFTER_S, child))
-            if self.close_pending:
+            self.due_later.append((time.monotonic() + CLOSE_AFTER_S, fn))
+            if self.later_pending:
                 return
-            self.close_pending = True
-        scheduler.call_later(CLOSE_AFTER_S, self._close_due)
+            self.later_pending = True
+        scheduler.call_later(CLOSE_AFTER_S, self._run_due)
 
-    def _close_due(self) -> None:
+    def _run_due(self) -> None:
         import time
 
         now = time.monotonic()
         with self.lock:
-            due = [c for when, c in self.to_close if when <= now]
-            self.to_close = [(when, c) for when, c in self.to_close if when > now]
-            later = self.to_close[0][0] - now if self.to_close else None
-            self.close_pending = later is not None
-        for child in due:
-            self._close(child, wait=False)
+            due = [fn for when, fn in self.due_later if when <= now]
+            self.due_later = [(when, fn) for when, fn in self.due_later if when > now]
+            later = self.due_later[0][0] - now if self.due_later else None
+            self.later_pending = later is not None
+        for fn in due:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one child's clean-up never stops the others'
+                log.exception("a subagent's clean-up failed")
         if later is not None:
-            scheduler.call_later(max(0.0, later), self._close_due)
+            scheduler.call_later(max(0.0, later), self._run_due)
 
     def start(self, task: AgentTask, call_id: str = "") -> str:
         return self._start(task, call_id).agent_id
@@ -230,6 +247,7 @@ class AgentHost:
             return f"agent {agent_id} is {child.state}"
         if child.state == "idle":  # a new turn of the same child: its report comes when it ends
             child.ended.clear()
+            child.wake.clear()
             child.report = None
             child.state = "running"
             child.interrupt_sent = False
@@ -262,6 +280,7 @@ class AgentHost:
             child.ended.set()
         elif child.state != "failed":
             child.state = "closed"
+        child.wake.set()
 
     def interrupt_all(self) -> None:
         with self.lock:
@@ -446,6 +465,7 @@ class AgentHost:
         if not child.ended.is_set():
             child.report = self._failed(child, "it was closed")
             child.ended.set()
+        child.wake.set()
         if ref is None:
             return
         child.holder.cancel()
@@ -487,6 +507,12 @@ class Relay:
             child.report = self.host._report(child, event)
             child.state = "idle" if child.state == "running" else child.state
             child.ended.set()
+            if child.call_cancelled:
+                # The parent's turn was interrupted and has its aborted result already: the call's
+                # thread takes the report after the crowd of reports, not in the middle of it.
+                self.host._later(child.wake.set)
+            else:
+                child.wake.set()
 
     def flush(self) -> None:
         held, self.held = self.held, []
