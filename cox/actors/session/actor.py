@@ -143,6 +143,7 @@ class SessionActor(CoxActor):
         # A subagent works beside its parent and siblings by design: no "other sessions" notice.
         alone = isinstance(others, list) and not self.lineage.parent_id
         self._apply(self.machine.opened(others if alone else []))
+        self.recorder.flush()
 
     def _release(self) -> None:
         """End and remove what the session started: its children, hook sandbox (a child's hooks
@@ -159,14 +160,7 @@ class SessionActor(CoxActor):
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
         self._release()
-        store = self.store()
-        if store is not None:
-            try:
-                durable = self.recorder.durable
-                store.ask(sm.Close(self.s.session_id, durable, None if durable else {"turns": self.machine.last_turn}),
-                          timeout=5)
-            except Exception:
-                log.warning("store close failed", session=self.s.session_id)
+        self.recorder.close()
         self.holder.finished.set()
 
     def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
@@ -187,6 +181,12 @@ class SessionActor(CoxActor):
         super().on_failure(exception_type, exception_value, traceback)
 
     def on_receive(self, message: Any) -> Any:
+        try:
+            return self._receive(message)
+        finally:  # the message's rollout lines go out as one batch (held while others wait)
+            self.recorder.flush(more=not self.actor_inbox.empty())
+
+    def _receive(self, message: Any) -> Any:
         match message:
             case fx.ChildExit():
                 self.children.pop((message.kind, message.gen, message.ident), None)
@@ -194,8 +194,8 @@ class SessionActor(CoxActor):
                     self.lazy_agents.made.exited(message.ident, message.why)
                 self._apply(self.machine.on(message))
             case fx.ChildEvent():
-                for event in self.lazy_agents.host().relay(message):
-                    self.recorder.emit(event)
+                for event, line in self.lazy_agents.host().relay(message):
+                    self.recorder.emit(event, line)
             case m.Approve() if self.lazy_agents.made is not None and self.lazy_agents.made.route(message):
                 pass  # a subagent's call: the child has the answer
             case m.Approve() if self.write_approvals.route(message):
@@ -255,9 +255,7 @@ class SessionActor(CoxActor):
                 case fx.EndTurn():
                     self._end_turn(effect.gen)
                 case fx.Store():
-                    store = self.store()
-                    if store is not None:
-                        store.tell(effect.message)
+                    self.recorder.tell(effect.message)
                 case fx.Mark():
                     self.checkpoints.mark(effect.turn, effect.text)
                 case fx.SettleMarkers():

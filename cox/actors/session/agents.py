@@ -122,6 +122,10 @@ class Child:
         self.worktree: Any = None
         self.interrupt_sent = False
         """This turn's Interrupt was sent (a new turn, through ``send``, clears it)."""
+        self.wake = threading.Event()
+        """The foreground call may take the report (set with ``ended``; a cancelled call's later)."""
+        self.call_cancelled = False
+        """The parent's call that runs it was cancelled: its report is not awaited any more."""
 
     def interrupt(self) -> None:
         """Once per turn: the parent's scope (its call's cancel) and the parent's Interrupt
@@ -148,14 +152,21 @@ class AgentHost:
         self.approvals: dict[str, str] = {}  # a child's call waiting for the person -> its agent
         self.closed = False
         self._definitions: Any = None
+        self.due_later: list[tuple[float, Any]] = []  # what ``_later`` runs, by when
+        self.later_pending = False
 
     # ------------------------------------------------------------------ AgentRunner
 
     def run(self, task: AgentTask, cancel: CancelToken, call_id: str = "") -> AgentReport:
         child = self._start(task, call_id)
-        unregister = cancel.on_cancel(child.interrupt)  # the parent's interrupt reaches it at once
+
+        def cancelled() -> None:
+            child.call_cancelled = True
+            child.interrupt()
+
+        unregister = cancel.on_cancel(cancelled)  # the parent's interrupt reaches it at once
         try:
-            while not child.ended.wait(1.0):
+            while not child.wake.wait(1.0):
                 ref = child.ref
                 if ref is None or not ref.is_alive():  # gone without a word: its exit reports it
                     child.ended.wait(5.0)
@@ -163,11 +174,44 @@ class AgentHost:
         finally:
             unregister()
         report = child.report or self._failed(child, "the agent stopped without a report")
-        # Its session is stopped off this path (a timer task): the report goes back now, and a
-        # crowd of children ending together (an interrupt) does not queue its clean-up in front
-        # of the reports.
-        scheduler.call_later(CLOSE_AFTER_S, lambda: self._close(child, wait=False))
+        self._close_later(child)
         return report
+
+    def _close_later(self, child: Child) -> None:
+        """Stop a reported child's session off the report's path: the report goes back now, and
+        a crowd of children ending together (an interrupt) does not queue its clean-up in front
+        of the reports."""
+        self._later(lambda: self._close(child, wait=False))
+
+    def _later(self, fn: Any) -> None:
+        """Run ``fn`` ``CLOSE_AFTER_S`` from now, on the timer thread. One timer task for all that
+        is due (a task each woke the timer thread for every child, in the middle of the crowd's
+        reports)."""
+        import time
+
+        with self.lock:
+            self.due_later.append((time.monotonic() + CLOSE_AFTER_S, fn))
+            if self.later_pending:
+                return
+            self.later_pending = True
+        scheduler.call_later(CLOSE_AFTER_S, self._run_due)
+
+    def _run_due(self) -> None:
+        import time
+
+        now = time.monotonic()
+        with self.lock:
+            due = [fn for when, fn in self.due_later if when <= now]
+            self.due_later = [(when, fn) for when, fn in self.due_later if when > now]
+            later = self.due_later[0][0] - now if self.due_later else None
+            self.later_pending = later is not None
+        for fn in due:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one child's clean-up never stops the others'
+                log.exception("a subagent's clean-up failed")
+        if later is not None:
+            scheduler.call_later(max(0.0, later), self._run_due)
 
     def start(self, task: AgentTask, call_id: str = "") -> str:
         return self._start(task, call_id).agent_id
@@ -203,6 +247,7 @@ class AgentHost:
             return f"agent {agent_id} is {child.state}"
         if child.state == "idle":  # a new turn of the same child: its report comes when it ends
             child.ended.clear()
+            child.wake.clear()
             child.report = None
             child.state = "running"
             child.interrupt_sent = False
@@ -235,6 +280,7 @@ class AgentHost:
             child.ended.set()
         elif child.state != "failed":
             child.state = "closed"
+        child.wake.set()
 
     def interrupt_all(self) -> None:
         with self.lock:
@@ -262,20 +308,30 @@ class AgentHost:
             except Exception:  # noqa: BLE001 - a child that would not stop is logged, not fatal
                 log.warning("a subagent did not stop in time")
 
-    def relay(self, got: fx.ChildEvent) -> list[Any]:
-        """What the parent emits for a child's event (on the parent's thread): its approvals as
-        the parent's own, labelled; the rest tagged with the agent (``AgentEvent``)."""
+    def relay(self, got: fx.ChildEvent) -> list[tuple[Any, str | None]]:
+        """What the parent emits for a child's events (on the parent's thread), each with its
+        line when it is known already: its approvals as the parent's own, labelled; the rest
+        tagged with the agent (``AgentEvent``), whose line wraps the child's line as it is (the
+        child's recorder scrubbed it) instead of encoding its parse again."""
         import json
 
-        event = got.event
-        if event.type == "approval_required":
-            with self.lock:
-                self.approvals[event.call.id] = got.agent_id
-            return [m.ApprovalRequired(call=event.call, reason=f"[agent {got.agent_id} · {got.kind}] {event.reason}")]
-        if event.type == "tool_call_done":
-            with self.lock:
-                self.approvals.pop(event.call_id, None)
-        return [m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(got.line))]
+        from cox.protocol.record import json_any
+
+        out: list[tuple[Any, str | None]] = []
+        head = f'{{"type":"agent_event","agent_id":{json_any(got.agent_id)},"call_id":{json_any(got.call_id)},"event":'
+        for event, line in got.events:
+            if event.type == "approval_required":
+                with self.lock:
+                    self.approvals[event.call.id] = got.agent_id
+                reason = f"[agent {got.agent_id} · {got.kind}] {event.reason}"
+                out.append((m.ApprovalRequired(call=event.call, reason=reason), None))
+                continue
+            if event.type == "tool_call_done":
+                with self.lock:
+                    self.approvals.pop(event.call_id, None)
+            out.append((m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(line)),
+                        head + line + "}"))
+        return out
 
     def route(self, approve: m.Approve) -> bool:
         """Hand a person's answer to the child that asked (True), or leave it to the parent."""
@@ -379,29 +435,8 @@ class AgentHost:
         except WorktreeError as exc:
             raise AgentError(f"could not make a worktree for the agent: {exc}") from None
 
-    def _sink(self, child: Child, parent: pykka.ActorRef[Any]) -> Any:
-        """The child's surface, on the child's thread: keep what its report needs, relay to the parent."""
-        def sink(event: Any, line: str) -> None:
-            kind = event.type
-            if kind == "assistant_message":
-                text = "".join(b.get("text", "") for b in event.content if b.get("type") == "text").strip()
-                if text:
-                    child.text = text
-            elif kind == "usage":
-                child.cost += event.usage.cost_usd
-            relay = kind in RELAYED or kind == "approval_required" or (
-                kind == "notice" and event.level in ("warning", "error", "security"))
-            if relay:
-                try:
-                    parent.tell(fx.ChildEvent(child.agent_id, child.kind, child.call_id, event, line))
-                except pykka.ActorDeadError:
-                    pass
-            if kind == "turn_done":
-                child.report = self._report(child, event)
-                child.state = "idle" if child.state == "running" else child.state
-                child.ended.set()
-
-        return sink
+    def _sink(self, child: Child, parent: pykka.ActorRef[Any]) -> Relay:
+        return Relay(self, child, parent)
 
     def _report(self, child: Child, done: m.TurnDone) -> AgentReport:
         wt = child.worktree
@@ -430,6 +465,7 @@ class AgentHost:
         if not child.ended.is_set():
             child.report = self._failed(child, "it was closed")
             child.ended.set()
+        child.wake.set()
         if ref is None:
             return
         child.holder.cancel()
@@ -441,6 +477,51 @@ class AgentHost:
             pass
         except Exception:  # noqa: BLE001 - a child that will not stop is logged; the parent goes on
             log.warning("a subagent did not stop in time", agent=child.agent_id)
+
+
+class Relay:
+    """The child's surface, on the child's thread: keep what its report needs, relay to the parent.
+
+    The events one message of the child emits reach the parent as one ``ChildEvent`` (its
+    recorder calls :meth:`flush` when the message is handled): an interrupt's ending of
+    hundreds of children is a message each to the parent, not one per event. A turn's report
+    is handed over after its events have gone to the parent, as before."""
+
+    def __init__(self, host: AgentHost, child: Child, parent: pykka.ActorRef[Any]) -> None:
+        self.host, self.child, self.parent = host, child, parent
+        self.held: list[tuple[Any, str]] = []
+
+    def __call__(self, event: Any, line: str) -> None:
+        child, kind = self.child, event.type
+        if kind == "assistant_message":
+            text = "".join(b.get("text", "") for b in event.content if b.get("type") == "text").strip()
+            if text:
+                child.text = text
+        elif kind == "usage":
+            child.cost += event.usage.cost_usd
+        if kind in RELAYED or kind == "approval_required" or (
+                kind == "notice" and event.level in ("warning", "error", "security")):
+            self.held.append((event, line))
+        if kind == "turn_done":
+            self.flush()  # a turn's end (one per turn) goes at once, and its report after it
+            child.report = self.host._report(child, event)
+            child.state = "idle" if child.state == "running" else child.state
+            child.ended.set()
+            if child.call_cancelled:
+                # The parent's turn was interrupted and has its aborted result already: the call's
+                # thread takes the report after the crowd of reports, not in the middle of it.
+                self.host._later(child.wake.set)
+            else:
+                child.wake.set()
+
+    def flush(self) -> None:
+        held, self.held = self.held, []
+        if held:
+            child = self.child
+            try:
+                self.parent.tell(fx.ChildEvent(child.agent_id, child.kind, child.call_id, tuple(held)))
+            except pykka.ActorDeadError:
+                pass
 
 
 class AgentError(Exception):

@@ -130,14 +130,14 @@ class Reap:
 
 @dataclass(frozen=True, slots=True)
 class ChildEvent:
-    """An event of a subagent (``agents.py``: relayed from its sink), for the parent's surfaces."""
+    """Events of a subagent (``agents.py``: relayed from its sink), for the parent's surfaces:
+    what one message of the child emitted, as (event, its scrubbed line) pairs, in order."""
 
     agent_id: str
     kind: str
     """The agent's type (explore, general-purpose, a custom one)."""
     call_id: str
-    event: Any
-    line: str
+    events: tuple[tuple[Any, str], ...]
 
 
 # ---------------------------------------------------------------- effects out

@@ -30,6 +30,7 @@ class RolloutWriter:
         # O_NOFOLLOW, mode 0600: a link left at the rollout's name is refused, not appended through.
         self._file: IO[bytes] | None = open_append(path)
         self._torn = False
+        self._held: list[str] = []
         # A torn last line from a killed process is cut off (it cannot be read; the events before
         # it can), so the file holds whole lines only and the next event starts a line of its own.
         self._cut_torn_tail()
@@ -56,6 +57,21 @@ class RolloutWriter:
 
     def append(self, line: str) -> None:
         self._write((line + "\n").encode("utf-8"))
+
+    def hold(self, line: str) -> None:
+        """Keep ``line`` (one or more whole lines) to be written by the next :meth:`flush`."""
+        self._held.append(line)
+
+    @property
+    def held_count(self) -> int:
+        return len(self._held)
+
+    def flush(self) -> None:
+        """Write the lines held, in order, with one ``write`` (all or nothing, as ``append``).
+        They are dropped either way: a failed write is reported once, as a failed append is."""
+        if self._held:
+            lines, self._held = self._held, []
+            self.append("\n".join(lines))
 
     def _write(self, data: bytes) -> None:
         """All of ``data`` at the end of the file, or nothing: a failed write is truncated back
@@ -86,6 +102,7 @@ class RolloutWriter:
     def close(self, fsync: bool = True) -> None:
         if self._file is not None:
             try:
+                self.flush()
                 if fsync:
                     self.sync()
             finally:
