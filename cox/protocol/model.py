@@ -35,7 +35,10 @@ class ModelRequest:
     last turn; adapters that cache explicitly (Anthropic) mark them, plus the end of ``system[2]``
     and the last block of the last message. ``session_id`` lets OpenAI route to a warm cache
     (``prompt_cache_key``). ``thinking_budget``: tokens for extended thinking / reasoning effort
-    on the think tier (0 = the model's default)."""
+    on the think tier (0 = the model's default). ``effort`` (``low``/``medium``/``high``) and
+    ``thinking_display`` (``summarized``/``omitted``: adaptive thinking, shown so) are this
+    request's own, over the adapter's settings (the web chat sets them per message; "" = the
+    adapter's)."""
 
     model: str
     system: list[str]
@@ -46,6 +49,8 @@ class ModelRequest:
     breakpoints: list[tuple[int, int]] = field(default_factory=list)
     session_id: str = ""
     thinking_budget: int = 0
+    effort: str = ""
+    thinking_display: str = ""
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ def test_the_chat_uses_the_servers_adapter_and_key(tmp_path: Path) -> None:
     assert KEY in json.dumps(first["headers"])  # used by the server, toward the model API only
     assert first["json"]["system"] == second["json"]["system"]  # built once: the cache prefix holds
     assert "Answer like a pirate." in json.dumps(first["json"]["system"])
-    assert first["json"]["thinking"] == {"type": "enabled", "budget_tokens": 2048}  # effort low
+    assert first["json"]["thinking"] == {"type": "adaptive", "display": "summarized"}  # the design's fields
+    assert first["json"]["output_config"] == {"effort": "low"}  # the message's own effort
     assert "cache_control" in json.dumps(second["json"]["messages"])
     assert second["json"]["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": "ahoy there"}]}

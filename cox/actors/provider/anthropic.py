@@ -135,11 +135,13 @@ class AnthropicProvider:
         body: dict[str, Any] = {"model": request.model or self.model, "max_tokens": max_tokens}
         main = request.tier != "cheap"
         budget = request.thinking_budget or (self.thinking_budget if main else 0)
-        thinking, max_tokens = thinking_config(budget, self.thinking and main, max_tokens)
-        if self.thinking_off:
+        display = request.thinking_display or self.thinking_display
+        thinking, max_tokens = thinking_config(budget, (self.thinking or bool(request.thinking_display)) and main,
+                                               max_tokens)
+        if self.thinking_off and not request.thinking_display:
             thinking = None
-        elif thinking is not None and self.thinking_display:
-            thinking["display"] = self.thinking_display
+        elif thinking is not None and display:
+            thinking["display"] = display
         body["max_tokens"] = max_tokens
         tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema}
                  for t in request.tools]
@@ -155,7 +157,7 @@ class AnthropicProvider:
         if thinking is not None:
             # No temperature/top_k is ever sent: with thinking the API accepts only the defaults.
             body["thinking"] = thinking
-        output = {k: v for k, v in (("effort", self.effort), ("task_budget", self.task_budget and {
+        output = {k: v for k, v in (("effort", request.effort or self.effort), ("task_budget", self.task_budget and {
             "type": "tokens", "total": self.task_budget})) if v} if main else {}
         if output:
             body["output_config"] = output

@@ -100,8 +100,9 @@ class OpenAIChatProvider:
         system = "\n\n".join(text for text in request.system[1:4] if text)
         body["messages"] = ([{"role": "system", "content": system}] if system else []) + chat_messages(request.messages)
         body["max_completion_tokens" if self._openai else "max_tokens"] = request.max_output_tokens
-        if self.reasoning_effort and request.tier != "cheap":  # --effort: the chat API's reasoning_effort
-            body["reasoning_effort"] = self.reasoning_effort
+        effort = request.effort or self.reasoning_effort
+        if effort and request.tier != "cheap":  # --effort (or the request's own): the chat API's reasoning_effort
+            body["reasoning_effort"] = effort
         return body
 
     def stream(self, request: ModelRequest, cancel: CancelToken) -> Iterator[StreamDelta]:

@@ -121,7 +121,8 @@ class OpenAIResponsesProvider:
         body["input"] = preamble + input_items(request.messages)
         if reasoning:
             budget = request.thinking_budget or (self.thinking_budget if request.tier != "cheap" else 0)
-            effort = THINK_EFFORT if budget > 0 and not self.reasoning_effort else self.reasoning_effort
+            own = request.effort or self.reasoning_effort
+            effort = THINK_EFFORT if budget > 0 and not own else own
             body["reasoning"] = {"effort": effort, "summary": "auto"} if effort else {"summary": "auto"}
         body["max_output_tokens"] = request.max_output_tokens
         return body

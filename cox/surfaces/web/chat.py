@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .frames import Frame
-from .validate import THINKING_BUDGET, Settings
+from .validate import Settings
 
 BASE_PROMPT = ("You are cox's web chat, talking with a software developer about the project in {cwd}. "
                "Answer plainly and precisely; use Markdown code blocks for code.")
@@ -73,7 +73,7 @@ class Chat:
         request = ModelRequest(model=s.model, system=self.system, tools=[],
                                messages=[{"role": msg["role"], "content": _blocks(msg["content"])} for msg in s.messages],
                                max_output_tokens=min(MAX_TOKENS, describe(s.model, self.overrides).max_output),
-                               thinking_budget=THINKING_BUDGET[s.effort])
+                               effort=s.effort, thinking_display=s.thinking_display)  # the design's request fields
         asm = _Assembler()
         opened = -1
         try:
