@@ -205,7 +205,10 @@ class LspPool:
             except OSError:
                 stderr = -3
         try:
-            server = LanguageServer(command.language, argv, env=child_env({}), root=root,
+            # A server's caches (jedi's, under pylsp) go to the sandbox's private /tmp: the home is
+            # read-only in there, and a cache write that fails makes jedi answer nothing at all.
+            own = {} if self.sandbox_mode is SandboxMode.DANGER_FULL_ACCESS else {"XDG_CACHE_HOME": "/tmp/.cache"}
+            server = LanguageServer(command.language, argv, env=child_env(own), root=root,
                                     quiet_s=self.settings.quiet_ms / 1000)
         except OSError as exc:
             raise LspUnavailable(f"the {command.language} language server could not start: {exc}") from None
