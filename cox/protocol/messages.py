@@ -37,6 +37,10 @@ class UserTurn(Record):
     the ``allowed-tools`` of the person's own command or skill, set by the surface that expanded
     it. Internal: never read from a wire (a stdin line cannot pre-approve anything) nor written
     out. A message that arrives while a turn runs (it steers that turn) grants nothing."""
+    effort: str | None = None
+    """This turn's reasoning effort (``low``, ``medium``, ``high``: Anthropic's
+    ``output_config.effort``, OpenAI's reasoning effort), over the session's; the web agent
+    mode's per-turn ``effort``. A steering message's changes nothing."""
 
 
 @record

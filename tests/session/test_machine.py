@@ -238,6 +238,18 @@ def test_a_turns_allow_rules_reach_the_engine_for_that_turn_only_and_a_steering_
     assert [e for e in events(out) if e.type == "approval_required"]  # the grant ended with its turn
 
 
+def test_a_turns_own_effort_reaches_its_requests_and_ends_with_it(tmp_path: Path) -> None:
+    sm, _ = machine(tmp_path)
+    first = of(sm.on(m.UserTurn(text="think hard", effort="high")), fx.StartStream)[0]
+    assert first.request.effort == "high"
+    assert of(sm.on(m.UserTurn(text="and this", effort="low")), fx.StartStream) == []  # it steers: no new turn
+    steered = of(end(sm, {"type": "text", "text": "so far"}), fx.StartStream)[0]  # the same turn goes on
+    assert steered.request.effort == "high"  # still the turn's own: a steering message's changes nothing
+    end(sm, {"type": "text", "text": "done"})
+    assert sm.active is None
+    assert of(start(sm), fx.StartStream)[0].request.effort == ""  # the next turn: the session's own
+
+
 def test_a_turns_images_follow_its_text_and_a_bad_one_is_said(tmp_path: Path) -> None:
     import base64
 

@@ -83,10 +83,12 @@ class Served:
             assert r.status_code == 200, r.read().decode()
             yield from events(r)
 
-    def turn(self, sid: str, prompt: str, answers: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
-        """Run one turn to its end; approvals are answered from ``answers`` (by tool subject)."""
+    def turn(self, sid: str, prompt: str, answers: dict[str, str] | None = None,
+             **extra: Any) -> list[tuple[str, dict[str, Any]]]:
+        """Run one turn to its end (``extra``: more fields of the turn's body, ``effort``); approvals
+        are answered from ``answers`` (by tool subject)."""
         got = []
-        for name, data in self.stream(f"/api/agent/sessions/{sid}/turns", {"prompt": prompt}):
+        for name, data in self.stream(f"/api/agent/sessions/{sid}/turns", {"prompt": prompt, **extra}):
             got.append((name, data))
             if name == "approval" and answers is not None:
                 answer = answers[data["call"]["subject"]]

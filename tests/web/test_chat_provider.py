@@ -20,7 +20,7 @@ def test_the_chat_uses_the_servers_adapter_and_key(tmp_path: Path) -> None:
     ws.mkdir()
     (ws / "AGENTS.md").write_text("Answer like a pirate.\n", encoding="utf-8")
     with Loopback() as api:
-        for text in ("ahoy there", "ahoy again"):
+        for text in ("ahoy there", "ahoy again", "aye, working"):
             api.add(Reply(message([{"type": "text", "text": text}], "end_turn")))
         served = Served(ws, None, tmp_path, extra_env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": api.url})
         try:
@@ -34,10 +34,13 @@ def test_the_chat_uses_the_servers_adapter_and_key(tmp_path: Path) -> None:
             frames2 = list(served.stream("/api/chat", {"messages": history}))
             assert text_of(frames2) == "ahoy again"
             seen += [json.dumps(frames), json.dumps(frames2)]
+            agent_turn = served.turn(served.session(), "fix it", effort="medium")  # an agent turn's own effort
+            assert text_of(agent_turn) == "aye, working"
         finally:
             assert served.stop() == 0
     assert all(KEY not in text for text in seen), "the key reached the browser"
-    first, second = api.requests
+    first, second, third = api.requests
+    assert third["json"]["output_config"] == {"effort": "medium"}  # the turn's effort on the agent's request
     assert KEY in json.dumps(first["headers"])  # used by the server, toward the model API only
     assert first["json"]["system"] == second["json"]["system"]  # built once: the cache prefix holds
     assert "Answer like a pirate." in json.dumps(first["json"]["system"])

@@ -288,7 +288,7 @@ class TurnMachine:
             self.active.steer.append(text)
             self._notice("info", "message queued; the model sees it at its next step")
         else:
-            self._start_turn(text, allow=msg.allow, images=msg.images)
+            self._start_turn(text, allow=msg.allow, images=msg.images, effort=msg.effort or "")
 
     def _interrupt(self) -> None:
         turn = self.active
@@ -404,11 +404,11 @@ class TurnMachine:
     # ------------------------------------------------------------------ the loop
 
     def _start_turn(self, text: str, queued: list[str] | None = None, allow: list[str] | None = None,
-                    images: list[Any] | None = None) -> None:
+                    images: list[Any] | None = None, effort: str = "") -> None:
         self.last_turn += 1
         self.gen += 1
         turn = Turn(turn=self.last_turn, gen=self.gen, scope=CancelScope(), steer=list(queued or []),
-                    allow=list(allow or []))
+                    allow=list(allow or []), effort=effort)
         self.active = turn
         self._fx.append(fx.BeginTurn(turn.gen, turn.scope))
         self.turn_starts[turn.turn] = len(self.history)
@@ -466,6 +466,7 @@ class TurnMachine:
         turn.stream_emitted = False
         request = self.assembler.build(self.history, turn.turn, self.s.session_id)
         request.model = self.main_model()
+        request.effort = turn.effort
         if self.preset == "architect":
             request.tier = "think"
             request.thinking_budget = self.s.think_budget_tokens

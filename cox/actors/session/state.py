@@ -27,6 +27,8 @@ class Turn:
     """The current step's tool calls."""
     steer: list[str] = field(default_factory=list)
     allow: list[str] = field(default_factory=list)
+    effort: str = ""
+    """The turn's own reasoning effort (``UserTurn.effort``; "" = the session's)."""
     """The turn's own allow rules (``UserTurn.allow``, a user's skill's allowed-tools): they end with it."""
     denied_by_user: bool = False
     compacted: bool = False

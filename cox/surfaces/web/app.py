@@ -121,7 +121,7 @@ class Web:
 
     async def turn(self, request: Request) -> Response:
         try:
-            prompt, _effort = turn_request(await body_of(request))
+            prompt, effort = turn_request(await body_of(request))
         except Invalid as exc:
             return error(422, str(exc))
         sid = request.path_params["session_id"]
@@ -134,9 +134,9 @@ class Web:
         deliver = relay(asyncio.get_running_loop(), queue)
         try:
             if bridge.cancelling:  # waits for the cancelled turn to end: not on the event loop
-                await run_in_threadpool(bridge.begin, deliver, prompt)
+                await run_in_threadpool(bridge.begin, deliver, prompt, effort)
             else:
-                bridge.begin(deliver, prompt)
+                bridge.begin(deliver, prompt, effort)
         except Busy as exc:
             return error(409, str(exc))
         except Unknown as exc:

@@ -56,7 +56,7 @@ class Bridge:
     def session_id(self) -> str:
         return str(self.handle.session_id)
 
-    def begin(self, listener: Callable[[Frame | None], None], prompt: str) -> None:
+    def begin(self, listener: Callable[[Frame | None], None], prompt: str, effort: str | None = None) -> None:
         """Start a turn whose frames go to ``listener`` (None after the last); Busy when one runs
         whose stream is open. One being cancelled (its stream closed) is waited for first."""
         with self.lock:
@@ -70,7 +70,7 @@ class Bridge:
             self.running = True
             self.listener = listener
             self.frames = TurnFrames(self.model)
-        self.handle.submit(m.UserTurn(text=prompt))
+        self.handle.submit(m.UserTurn(text=prompt, effort=effort))  # the turn's own effort, over the session's
 
     def closed(self, finished: bool) -> None:
         """The turn's stream closed; before its done event it means cancel the turn."""
