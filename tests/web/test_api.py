@@ -25,13 +25,20 @@ AGENTS: dict[str, list[dict[str, Any]]] = {
     "deny": [{"tool_calls": [{"name": "bash", "input": {"command": "touch no.txt"}}]}, {"text": "unreachable"}],
     "always": [{"tool_calls": [{"name": "bash", "input": {"command": "touch always.txt"}}]},
                {"tool_calls": [{"name": "bash", "input": {"command": "touch always.txt"}}]}, {"text": "twice"}],
-    "refuse": [{"text": "I won't", "stop": "refusal"}, {"text": "rephrased, answered"}],
+    "refuse": [{"text": "I won't", "stop": "refusal"}],
+    "put kindly": [{"text": "rephrased, answered"}],  # the refused turn is rolled back: this one is the first prompt
     "sleep": [{"tool_calls": [{"name": "bash", "input": {"command": SLEEP}}]}, {"text": "after the sleep"}],
 }
-CHAT = [{"text": "chat reply", "chunk": 5},
-        {"thinking": "hmm", "signature": "sig-c", "text": "answer"},
-        {"thinking": "hidden", "signature": "sig-h", "text": "shown"},
-        {"text": "I can't help with that", "stop": "refusal"}]
+# The chat's replies are keyed by each conversation's first prompt (as a subagent's are), so each
+# test gets its own whichever worker runs it and in whatever order: xdist spreads a module's tests
+# over both workers, each with its own server.
+CHAT: dict[str, list[dict[str, Any]]] = {
+    "chat hi": [{"text": "chat reply", "chunk": 5}],
+    "chat first": [{"thinking": "hmm", "signature": "sig-c", "text": "answer"}],
+    "chat q": [{"thinking": "hidden", "signature": "sig-h", "text": "shown"}],
+    "chat bad": [{"text": "I can't help with that", "stop": "refusal"}],
+    "chat none": [],  # no reply at all: the model call fails
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +47,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     ws = root / "ws"
     ws.mkdir()
     (ws / "AGENTS.md").write_text("Always answer in haiku.\n", encoding="utf-8")
-    s = Served(ws, script(root / "script.json", CHAT, AGENTS), root)
+    s = Served(ws, script(root / "script.json", [], {**AGENTS, **CHAT}), root)
     s.ws = ws  # type: ignore[attr-defined]
     yield s
     assert s.stop() == 0, "".join(s.stderr)
@@ -197,10 +204,10 @@ def _user(text: str) -> dict[str, Any]:
 def test_chat_422s_come_before_any_model_call_then_the_chat_streams(server: Served) -> None:
     big = "x" * (8 * 1024 * 1024 + 1)
     bad: list[tuple[dict[str, Any], str]] = [
-        ({"model": "claude-nope", "messages": [_user("hi")]}, "model"),
-        ({"effort": "max", "messages": [_user("hi")]}, "effort"),
-        ({"messages": [{"role": "assistant", "content": "hi"}, _user("hi")]}, "start and end"),
-        ({"messages": [_user("hi"), {"role": "assistant", "content": "hi"}]}, "start and end"),
+        ({"model": "claude-nope", "messages": [_user("chat hi")]}, "model"),
+        ({"effort": "max", "messages": [_user("chat hi")]}, "effort"),
+        ({"messages": [{"role": "assistant", "content": "hi"}, _user("chat hi")]}, "start and end"),
+        ({"messages": [_user("chat hi"), {"role": "assistant", "content": "hi"}]}, "start and end"),
         ({"messages": [_user("  ")]}, "empty content"),
         ({"messages": [{"role": "user", "content": []}]}, "empty content"),
         ({"messages": []}, "non-empty"),
@@ -212,45 +219,45 @@ def test_chat_422s_come_before_any_model_call_then_the_chat_streams(server: Serv
         assert r.status_code == 422 and says in r.json()["error"], (body if len(str(body)) < 200 else "big", r.text[:200])
 
     def chunked() -> Iterator[bytes]:  # a body with no Content-Length is counted as it arrives
-        yield b'{"messages": [{"role": "user", "content": "'
+        yield b'{"messages": [{"role": "user", "content": "chat hi '
         for _ in range(9):
             yield b"y" * (1024 * 1024)
         yield b'"}]}'
 
     r = server.client.post("/api/chat", content=chunked(), headers={"X-Cox-Token": server.token})
     assert r.status_code == 422 and "8 MB" in r.json()["error"]
-    # none of those reached the model: the first valid request gets the script's first reply
-    frames = list(server.stream("/api/chat", {"messages": [_user("hi")]}))
+    # none of those reached the model: the first valid request gets that prompt's one reply
+    frames = list(server.stream("/api/chat", {"messages": [_user("chat hi")]}))
     assert frames[0] == ("start", {"model": "scripted"})
     assert text_of(frames) == "chat reply"
     done = frames[-1][1]
     assert frames[-1][0] == "done" and done["stop_reason"] == "end_turn"
-    assert done["history"] == [_user("hi"), {"role": "assistant", "content": [{"type": "text", "text": "chat reply"}]}]
+    assert done["history"] == [_user("chat hi"), {"role": "assistant", "content": [{"type": "text", "text": "chat reply"}]}]
 
 
 def test_chat_echoes_thinking_with_its_signature_and_can_hide_it(server: Served) -> None:
-    history = [_user("first"), {"role": "assistant", "content": [{"type": "text", "text": "x"}]}, _user("second")]
+    history = [_user("chat first"), {"role": "assistant", "content": [{"type": "text", "text": "x"}]}, _user("second")]
     frames = list(server.stream("/api/chat", {"messages": history, "effort": "low"}))
     kinds = [d["kind"] for n, d in frames if n == "delta"]
     assert "thinking" in kinds and "text" in kinds
     content = frames[-1][1]["history"][-1]["content"]
     assert content[0]["type"] == "thinking" and content[0]["signature"] == "sig-c"
     assert frames[-1][1]["history"][:3] == history  # the posted history comes back exactly
-    frames = list(server.stream("/api/chat", {"messages": [_user("q")], "thinking_display": "omitted"}))
+    frames = list(server.stream("/api/chat", {"messages": [_user("chat q")], "thinking_display": "omitted"}))
     assert [d["kind"] for n, d in frames if n == "delta"] == ["text"]
     assert frames[-1][1]["history"][-1]["content"][0]["thinking"] == "hidden"  # kept for the next request
 
 
 def test_a_refused_chat_turn_has_no_history(server: Served) -> None:
-    frames = list(server.stream("/api/chat", {"messages": [_user("something bad")]}))
+    frames = list(server.stream("/api/chat", {"messages": [_user("chat bad")]}))
     done = frames[-1][1]
     assert done["stop_reason"] == "refusal" and done["history"] is None
 
 
 def test_a_failed_model_call_is_an_error_event(server: Served) -> None:
-    frames = list(server.stream("/api/chat", {"messages": [_user("one more")]}))  # the script has no reply left
+    frames = list(server.stream("/api/chat", {"messages": [_user("chat none")]}))  # the script has no reply for it
     assert [n for n, _ in frames] == ["start", "error"]
-    assert "no reply #5" in frames[-1][1]["message"]
+    assert "no reply #1" in frames[-1][1]["message"]
 
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.nip.io:{port}", ""])
