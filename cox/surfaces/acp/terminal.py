@@ -70,6 +70,11 @@ class Terminal(Delegate):
             session_id=sid, command=argv[0], args=argv[1:], cwd=str(env.cwd),
             env=[EnvVariable(name=k, value=v) for k, v in child_env.items()], output_byte_limit=OUTPUT_LIMIT))
         tid = made.terminal_id
+        # Until it is released, the terminal counts as under way: a cancel that lands before the
+        # kill below is registered still has the prompt's answer wait for the kill and release.
+        released: concurrent.futures.Future[None] = concurrent.futures.Future()
+        c.settling.add(released)
+        released.add_done_callback(c.settling.discard)
         try:
             c.call(None, lambda conn: self.announce(call.id, tid))
         except Exception:
@@ -82,7 +87,10 @@ class Terminal(Delegate):
             try:
                 await conn.kill_terminal(session_id=sid, terminal_id=tid)
             finally:
-                await conn.release_terminal(session_id=sid, terminal_id=tid)
+                try:
+                    await conn.release_terminal(session_id=sid, terminal_id=tid)
+                finally:
+                    released.set_result(None)
 
         def kill() -> None:  # on the interrupting thread, at once (as bash's SIGTERM is); the
             c.soon(end)      # prompt's answer waits for it (bridge.Client.settling)
@@ -111,6 +119,8 @@ class Terminal(Delegate):
                            timeout=KILL_WAIT_S)
                 except Exception as exc:
                     log.warning("terminal/release %s failed: %s", tid, exc)
+                finally:
+                    released.set_result(None)
             if policy is not None:
                 remove_planted(policy.must_not_appear)
                 tmp = env.services.session_tmp

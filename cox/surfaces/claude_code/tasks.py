@@ -4,7 +4,8 @@
 As Claude Code streams them (and the SDK parses them into ``TaskStartedMessage`` …): the task's
 id is the agent's id (what ``stop_task`` takes), ``tool_use_id`` the parent's ``Task`` call and
 ``description`` that call's. ``task_started`` comes with the first event of a child's turn
-(foreground or background alike), ``task_progress`` after each of its tool calls (the tokens,
+(foreground or background alike), or, for a background agent, as soon as the parent's ``Task``
+call says it started (before the parent's turn can end, as Claude Code's does), ``task_progress`` after each of its tool calls (the tokens,
 calls and time so far, the last tool's Claude Code name), ``task_notification`` when its turn
 ends: ``completed``, ``failed`` (an error, a budget or turn limit) or ``stopped`` (interrupted or
 closed), with the child's last words as ``summary``. cox keeps no task output file, so
@@ -51,15 +52,20 @@ class Tasks:
         self.claude_name = claude_name
         self.running: dict[str, _Task] = {}
 
-    def on(self, agent_id: str, call_id: str, inner: Any) -> None:
-        """One relayed child event ``inner`` of agent ``agent_id`` (started by call ``call_id``)."""
+    def start(self, agent_id: str, call_id: str) -> _Task:
+        """Agent ``agent_id``'s task, its ``task_started`` sent the first time it is named."""
         task = self.running.get(agent_id)
         if task is None:
-            if inner.type in ("turn_done", "rewound", "compacted"):
-                return  # nothing of a turn ran: no task to start or end
             task = self.running[agent_id] = _Task(self.describe(call_id), call_id or None, time.monotonic())
             self.send("task_started", task_id=agent_id, description=task.description, tool_use_id=task.tool_use_id,
                       task_type="local_agent")
+        return task
+
+    def on(self, agent_id: str, call_id: str, inner: Any) -> None:
+        """One relayed child event ``inner`` of agent ``agent_id`` (started by call ``call_id``)."""
+        if agent_id not in self.running and inner.type in ("turn_done", "rewound", "compacted"):
+            return  # nothing of a turn ran: no task to start or end
+        task = self.start(agent_id, call_id)
         t = inner.type
         if t == "usage":
             task.tokens += inner.usage.input_tokens + inner.usage.output_tokens

@@ -157,6 +157,10 @@ class ClaudePrinter:
         elif t == "tool_call_requested" or t == "tool_call_edited":
             self.calls[event.call.id] = self.claude_call(event.call.name, event.call.input)
         elif t == "tool_call_done":
+            background = parent is None and self.calls.get(event.call_id, ("", {}))[1].get("run_in_background")
+            agent_id = event.result.meta.get("agent_id") if background else None
+            if isinstance(agent_id, str):  # the parent's Task started a background agent: its task begins now
+                self.tasks.start(agent_id, event.call_id)
             self._tool_done(event, parent)
         elif t == "usage":
             self._usage(event, parent)
