@@ -274,7 +274,8 @@ def test_loopback_names_are_accepted(server: Served) -> None:
 
 
 def test_posts_need_this_process_token_and_own_origin(server: Served) -> None:
-    for headers in ({}, {"X-Cox-Token": ""}, {"X-Cox-Token": server.token[:-1] + "A"}, {"X-Cox-Token": "x" * 43}):
+    other = server.token[:-1] + ("B" if server.token.endswith("A") else "A")  # one character off, never the same
+    for headers in ({}, {"X-Cox-Token": ""}, {"X-Cox-Token": other}, {"X-Cox-Token": "x" * 43}):
         r = server.client.post("/api/agent/sessions", json={}, headers=headers)
         assert r.status_code == 403 and "X-Cox-Token" in r.json()["error"]
     for origin in ("https://evil.example", "http://localhost:1", "null"):  # another site, another local app, a sandbox

@@ -66,15 +66,22 @@ class Terminal(Delegate):
         child_env, _ = command_environment(env.services.env_keep)
         timeout = min(max(float(call.input.get("timeout") or env.bash_timeout_s), 1.0), env.bash_max_timeout_s)
         c, sid = self.client, self.client.session_id
-        made = c.call(env, lambda conn: conn.create_terminal(
-            session_id=sid, command=argv[0], args=argv[1:], cwd=str(env.cwd),
-            env=[EnvVariable(name=k, value=v) for k, v in child_env.items()], output_byte_limit=OUTPUT_LIMIT))
-        tid = made.terminal_id
-        # Until it is released, the terminal counts as under way: a cancel that lands before the
-        # kill below is registered still has the prompt's answer wait for the kill and release.
+        # From the moment it is asked for until it is released, the terminal counts as under way
+        # (``Client.settling``): a cancel at any point still has the prompt's answer wait for its
+        # kill and release. Its creation is not cancellable for the same reason: a terminal the
+        # editor made is always killed (the cancel callback below runs at once if the call was
+        # cancelled meanwhile) and released.
         released: concurrent.futures.Future[None] = concurrent.futures.Future()
         c.settling.add(released)
         released.add_done_callback(c.settling.discard)
+        try:
+            made = c.call(None, lambda conn: conn.create_terminal(
+                session_id=sid, command=argv[0], args=argv[1:], cwd=str(env.cwd),
+                env=[EnvVariable(name=k, value=v) for k, v in child_env.items()], output_byte_limit=OUTPUT_LIMIT))
+        except BaseException:
+            released.set_result(None)
+            raise
+        tid = made.terminal_id
         try:
             c.call(None, lambda conn: self.announce(call.id, tid))
         except Exception:
