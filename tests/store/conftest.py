@@ -1,5 +1,7 @@
 """A small tmpfs to fill: a real full disk under COX_HOME (root only; unmounted even on failure);
-``writes``: every cox.db write statement of the process and the thread that prepared it."""
+``writes``: every cox.db write statement of the process and the thread that prepared it;
+``store``: a store actor driven by hand (its messages handled on the test's thread), and
+``Reporter``, a session's stand-in that keeps what the store tells it."""
 
 from __future__ import annotations
 
@@ -14,6 +16,24 @@ from typing import Any
 import pytest
 
 from cox.actors.store import rollout
+from cox.actors.store.actor import StoreActor
+from cox.actors.store.layout import Layout
+
+
+class Reporter:
+    def __init__(self) -> None:
+        self.told: list[Any] = []
+
+    def tell(self, message: Any) -> None:
+        self.told.append(message)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[StoreActor]:
+    actor = StoreActor(Layout(tmp_path / "home"))
+    actor.on_start()
+    yield actor
+    actor.on_stop()
 
 
 @pytest.fixture

@@ -14,24 +14,9 @@ import pytest
 from cox.actors.session.messages import StorageFailed
 from cox.actors.store import rollout
 from cox.actors.store.actor import StorageError, StoreActor
-from cox.actors.store.layout import Layout
 from cox.actors.store.messages import Append, Open, Sync
 
-
-class Reporter:
-    def __init__(self) -> None:
-        self.told: list[Any] = []
-
-    def tell(self, message: Any) -> None:
-        self.told.append(message)
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    actor = StoreActor(Layout(tmp_path / "home"))
-    actor.on_start()
-    yield actor
-    actor.on_stop()
+from .conftest import Reporter
 
 
 def lines_of(path: Path) -> list[int]:

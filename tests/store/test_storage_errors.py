@@ -9,31 +9,15 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cox.actors.session.messages import StorageFailed
 from cox.actors.store import presence
 from cox.actors.store.actor import StorageError, StoreActor
-from cox.actors.store.layout import Layout
 from cox.actors.store.messages import Append, ArchivePut, Close, Open, Sync, Title, Usage
 
-
-class Reporter:
-    def __init__(self) -> None:
-        self.told: list[Any] = []
-
-    def tell(self, message: Any) -> None:
-        self.told.append(message)
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    actor = StoreActor(Layout(tmp_path / "home"))
-    actor.on_start()
-    yield actor
-    actor.on_stop()
+from .conftest import Reporter
 
 
 def test_a_failed_db_write_is_told_once_and_raised_by_the_next_sync(store: StoreActor, tmp_path: Path):
