@@ -73,16 +73,23 @@ runpy.run_module("cox.surfaces.cli", run_name="__main__")
 """
 
 
-def test_a_headless_run_compiles_no_dataclass_of_cox_at_import(tmp_path: Path) -> None:
+def scripted_run(tmp_path: Path, prelude: str) -> subprocess.CompletedProcess[str]:
+    """``cox run --script … -p hi`` started by ``prelude`` (``python -c``, which instruments the
+    process and then runs cox's entry), checked to have answered."""
     ws = tmp_path / "ws"
     ws.mkdir()
     script = tmp_path / "s.json"
     script.write_text('{"model": "scripted", "replies": [{"text": "hello there"}]}')
     env = {**os.environ, "COX_HOME": str(tmp_path / "home")}
-    out = subprocess.run([sys.executable, "-c", COUNT_DATACLASSES, "run", "--script", str(script), "-p", "hi"],
+    out = subprocess.run([sys.executable, "-c", prelude, "run", "--script", str(script), "-p", "hi"],
                          cwd=ws, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "hello there" in out.stdout
+    return out
+
+
+def test_a_headless_run_compiles_no_dataclass_of_cox_at_import(tmp_path: Path) -> None:
+    out = scripted_run(tmp_path, COUNT_DATACLASSES)
     line = next(x for x in out.stderr.splitlines() if x.startswith("DATACLASSES"))
     built = {name for name in line.split()[1:] if name.startswith("cox.")}
     assert "cox.COUNTED" in built  # the count is the real one
@@ -116,15 +123,7 @@ runpy.run_module("cox.surfaces.cli", run_name="__main__")
 
 
 def test_start_up_runs_no_garbage_collection_and_freezes_what_it_built(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    script = tmp_path / "s.json"
-    script.write_text('{"model": "scripted", "replies": [{"text": "hello there"}]}')
-    env = {**os.environ, "COX_HOME": str(tmp_path / "home")}
-    out = subprocess.run([sys.executable, "-c", COUNT_COLLECTIONS, "run", "--script", str(script), "-p", "hi"],
-                         cwd=ws, env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "hello there" in out.stdout
+    out = scripted_run(tmp_path, COUNT_COLLECTIONS)
     line = next(x for x in out.stderr.splitlines() if x.startswith("COLLECTIONS"))
     _, (collections, paused), (enabled, frozen) = eval(line.split(" ", 1)[1])[:3]  # noqa: S307  # our own repr
     assert paused, "the collector was not paused at the process's entry"
