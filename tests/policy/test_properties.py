@@ -288,6 +288,9 @@ def test_the_disguises_are_real_bash_runs_the_command_they_hide(case: tuple[str,
     # xargs hands its command an empty input, and a trap set while the EXIT trap runs never fires
     assume(not ("xargs" in line and any(s in line for s in ("<<", "|", " -s", " - ")))
            and line.count("trap") < 2)
+    # dash's echo reads a backslash before these letters as an escape (``\c`` ends its output), so
+    # an ``echo {q} | sh`` wrap inside another shell's string may print a line that runs nothing
+    assume(not ("echo" in line and re.search(r"\\[abcefnrtv0]", line)))
     d = tmp_path_factory.mktemp("run")
     subprocess.run(["bash", "-c", line], cwd=d, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
                    check=False)
