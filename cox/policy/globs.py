@@ -21,6 +21,8 @@ import posixpath
 import re
 from collections.abc import Sequence
 
+from cox import lazyre
+
 from .wildmatch import translate
 
 __all__ = ["GlobError", "compile_glob", "escape", "homes", "normalise", "segment_regex"]
@@ -30,7 +32,7 @@ class GlobError(ValueError):
     pass
 
 
-_MAGIC = re.compile(r"([*?\[\]\\])")
+_MAGIC = lazyre.compile(r"([*?\[\]\\])")
 
 
 def escape(path: str) -> str:

@@ -36,6 +36,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cox import lazyre
 from cox.slim import dataclass
 
 from .globs import homes, normalise, segment_regex
@@ -60,10 +61,10 @@ _NOT_READERS = frozenset({"echo", "printf", "true", "false", ":", "test", "[", "
 _GIT_CONTENT = frozenset({"grep", "show", "diff", "blame", "cat-file", "archive", "format-patch",
                           "whatchanged", "annotate", "difftool"})
 _GIT_LOG_PATCH = frozenset({"-p", "-u", "--patch", "--full-diff"})
-_MAGIC = re.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
-_PROC = re.compile(r"/proc/(self|thread-self|\d+)(?:/task/\d+)?/(cwd|root|fd|fdinfo|map_files)(?=/|\Z)(.*)",
+_MAGIC = lazyre.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
+_PROC = lazyre.compile(r"/proc/(self|thread-self|\d+)(?:/task/\d+)?/(cwd|root|fd|fdinfo|map_files)(?=/|\Z)(.*)",
                    re.DOTALL)
-_DEV_FD = re.compile(r"/dev/(?:fd/(\d+)|stdin|stdout|stderr)(?=/|\Z)")
+_DEV_FD = lazyre.compile(r"/dev/(?:fd/(\d+)|stdin|stdout|stderr)(?=/|\Z)")
 
 
 @dataclass(frozen=True, slots=True)

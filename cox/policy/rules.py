@@ -24,6 +24,7 @@ from dataclasses import field
 from typing import Literal
 from urllib.parse import urlsplit
 
+from cox import lazyre
 from cox.slim import dataclass
 
 from .globs import GlobError, compile_glob
@@ -33,10 +34,10 @@ __all__ = ["Rule", "RuleError", "host_of", "parse_rule"]
 
 Kind = Literal["any", "exact", "prefix", "path", "domain", "mcp"]
 
-_SHAPE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*(?:__\*)?)(?:\((.*)\))?", re.DOTALL)
-_MCP = re.compile(r"mcp__[A-Za-z0-9_-]+")
-_DOMAIN = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_SHAPE = lazyre.compile(r"([A-Za-z][A-Za-z0-9_-]*(?:__\*)?)(?:\((.*)\))?", re.DOTALL)
+_MCP = lazyre.compile(r"mcp__[A-Za-z0-9_-]+")
+_DOMAIN = lazyre.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
+_REPO = lazyre.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 class RuleError(ValueError):
