@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from cox import lazyre
 from cox.slim import dataclass
 
-from .globs import GlobError, compile_glob
+from .globs import GlobError, check_glob, compile_glob
 from .names import AGENT_RULES, PATH_RULES, RULE_TOOLS, is_mcp
 
 __all__ = ["Rule", "RuleError", "host_of", "parse_rule"]
@@ -52,17 +52,29 @@ class RuleError(ValueError):
 
 @dataclass(slots=True)
 class Rule:
-    """One compiled rule. ``value`` is the exact text, prefix, domain or MCP name. A Bash rule's
-    canonical command forms are computed on first use, so compiling rules at start-up does not
-    load the bash parser before a bash call needs it."""
+    """One compiled rule. ``value`` is the exact text, prefix, domain, MCP name or path glob;
+    ``anchors`` the home and workspace roots a path glob starts from. What costs is done on
+    first use, so compiling the rules at start-up neither loads the bash parser (a Bash rule's
+    canonical command forms) nor compiles a regex (a path glob's, :attr:`regex`) before a call
+    needs one; a glob that cannot compile was refused already (:func:`parse_rule`)."""
 
     text: str
     origin: str
     tool: str
     kind: Kind
     value: str = ""
-    regex: re.Pattern[str] | None = None
+    anchors: tuple[str, tuple[str, ...]] | None = None
     _canon: tuple[str, str] | None = field(default=None, repr=False, compare=False)
+    _regex: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        """A path rule's glob as an anchored regex (None for other kinds), compiled on first use."""
+        rx = self._regex
+        if rx is None and self.anchors is not None:
+            home, roots = self.anchors
+            rx = self._regex = compile_glob(self.value, home, roots)
+        return rx
 
     def _forms(self) -> tuple[str, str]:
         forms = self._canon
@@ -83,7 +95,8 @@ class Rule:
         if kind == "any" or kind == "mcp":
             return True
         if kind == "path":
-            return self.regex is not None and self.regex.match(subject) is not None
+            regex = self.regex
+            return regex is not None and regex.match(subject) is not None
         if kind == "domain":
             host = host_of(subject)
             return host is not None and (host == self.value or host.endswith("." + self.value))
@@ -207,10 +220,10 @@ def _path(text: str, origin: str, name: str, spec: str, home: str, roots: Sequen
     if spec.endswith(":*"):
         raise RuleError(text, origin, f"file rules take a path glob: write {name}({spec[:-2]}/**)")
     try:
-        regex = compile_glob(spec.strip(), home, roots)
+        check_glob(spec.strip(), home, roots)
     except GlobError as exc:
         raise RuleError(text, origin, str(exc)) from None
-    return Rule(text, origin, name, "path", spec.strip(), regex=regex)
+    return Rule(text, origin, name, "path", spec.strip(), anchors=(home, tuple(roots)))
 
 
 def _domain(text: str, origin: str, spec: str) -> Rule:
