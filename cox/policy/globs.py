@@ -26,7 +26,7 @@ from cox import lazyre
 
 from .wildmatch import translate
 
-__all__ = ["GlobError", "check_glob", "compile_glob", "escape", "homes", "normalise", "segment_regex"]
+__all__ = ["GlobError", "check_glob", "compile_glob", "escape", "glob_source", "homes", "normalise", "segment_regex"]
 
 
 class GlobError(ValueError):
@@ -126,12 +126,17 @@ def _alternatives(pattern: str, home: str, roots: Sequence[str]) -> list[str]:
     return alternatives
 
 
-def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[str]:
-    """One anchored regex for ``pattern`` against every base it may start from."""
+def glob_source(pattern: str, home: str, roots: Sequence[str]) -> str:
+    """The text of :func:`compile_glob`'s regex (to join several into one without compiling each)."""
     _check_start(pattern, roots)
-    alternatives = _alternatives(pattern, home, roots)
+    return "(?:" + "|".join(dict.fromkeys(_alternatives(pattern, home, roots))) + r")\Z"
+
+
+def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[str]:
+    """One anchored regex for ``pattern`` against every base it may start from (flag DOTALL)."""
+    source = glob_source(pattern, home, roots)
     try:
-        return re.compile("(?:" + "|".join(dict.fromkeys(alternatives)) + r")\Z", re.DOTALL)
+        return re.compile(source, re.DOTALL)
     except re.error as exc:
         raise GlobError(f"not a valid glob ({exc})") from exc
 

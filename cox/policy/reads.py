@@ -228,8 +228,9 @@ class ReadGuard:
 
     @functools.cached_property
     def rx(self) -> re.Pattern[str] | None:
-        """Every path rule's regex in one, to rule out most paths with one match."""
-        patterns = [f"(?:{rx.pattern})" for rx in (r.regex for r in self.rules) if rx is not None]
+        """Every path rule's regex in one, to rule out most paths with one match (a rule's own
+        regex is compiled only when this one matched)."""
+        patterns = [f"(?:{source})" for source in (r.source for r in self.rules) if source is not None]
         return re.compile("|".join(patterns), re.DOTALL) if patterns else None
 
     @functools.cached_property
@@ -266,7 +267,7 @@ class ReadGuard:
             inner = base.rstrip("/") + "/"
             if inner.startswith(below) or (globbed and below.startswith(inner)):
                 return r
-        return next((r for r in self.rules if r.matches(path)), None)
+        return self.denied(path)
 
     def refuses(self, path: str, *, below: bool = False) -> Rule | None:
         """The rule that keeps a file tool from ``path`` (absolute), checked as written and with

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from cox import lazyre
 from cox.slim import dataclass
 
-from .globs import GlobError, check_glob, compile_glob
+from .globs import GlobError, check_glob, compile_glob, glob_source
 from .names import AGENT_RULES, PATH_RULES, RULE_TOOLS, is_mcp
 
 __all__ = ["Rule", "RuleError", "host_of", "parse_rule"]
@@ -75,6 +75,16 @@ class Rule:
             home, roots = self.anchors
             rx = self._regex = compile_glob(self.value, home, roots)
         return rx
+
+    @property
+    def source(self) -> str | None:
+        """The text of :attr:`regex` (flag DOTALL), without compiling it."""
+        if self._regex is not None:
+            return self._regex.pattern
+        if self.anchors is None:
+            return None
+        home, roots = self.anchors
+        return glob_source(self.value, home, roots)
 
     def _forms(self) -> tuple[str, str]:
         forms = self._canon

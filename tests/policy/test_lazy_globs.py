@@ -42,12 +42,22 @@ def test_the_engine_and_its_read_guard_compile_no_glob_until_a_path_is_checked(c
     assert len(compiled) == len(set(compiled))  # each once
 
 
+def test_a_bash_line_reading_nothing_denied_compiles_only_the_guard_s_one_regex(compiled: list[str]) -> None:
+    e = engine()
+    assert kind(e, "cat README.md && ls -R src") == "allow"
+    assert compiled == []  # the read guard's union was built from the rules' text
+    assert kind(e, "cat ~/.ssh/id_rsa") == "ask"
+    assert compiled[-1] == "~/.ssh/**"  # which rule it was: compiled in order up to the one that matched
+
+
 def test_a_lazily_compiled_rule_is_the_eager_one() -> None:
     for text in ("Read(~/.ssh/**)", "Read(./.env.*)", "Edit(/a//b/../c/[ab]?)", "Read(src/)", "Read(~)"):
         r = parse_rule(text, "t", home=HOME, roots=[ROOT, "/other"])
         spec = text[text.index("(") + 1:-1]
+        assert r.source == compile_glob(spec, HOME, [ROOT, "/other"]).pattern, text  # before it is compiled
         assert r.regex == compile_glob(spec, HOME, [ROOT, "/other"]), text
-    assert parse_rule("Read", "t").regex is None and parse_rule("Bash(ls:*)", "t").regex is None
+        assert r.source == r.regex.pattern
+    assert parse_rule("Read", "t").regex is None and parse_rule("Bash(ls:*)", "t").source is None
 
 
 @pytest.mark.parametrize("pattern", ["", " ", "~bob/x", "x/y", "./x", "[z-a]", "~/a/[z-a]/../x", "/a/[[:digit:]", "/[!b-a]x",
