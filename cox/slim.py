@@ -14,7 +14,9 @@ the ``__init__`` signature with its defaults, factories and ``__post_init__`` ca
 same definition-time errors (a mutable default, a required field after a defaulted one, frozen
 mixed with non-frozen bases). It compiles nothing at import: ``__init__`` is generated the
 first time the class is constructed; the other methods are shared functions that read the field
-list. Not supported (a ``TypeError`` says so): ``InitVar``. Two differences: a class without a
+list. The Field objects are made directly; dataclasses' ClassVar/InitVar detection (a regex and
+a module lookup per string annotation) runs only for an annotation whose text names one, so a
+module alias of ``ClassVar`` (``CV = ClassVar``; ``x: CV``) is a field here. Not supported (a ``TypeError`` says so): ``InitVar``. Two differences: a class without a
 docstring keeps ``__doc__`` ``None`` (dataclasses computes one with ``inspect.signature``), and
 ``inspect.signature`` of a class not yet constructed shows ``(*args, **kwargs)``.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import reprlib
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
 
@@ -33,6 +36,19 @@ _MISSING = dataclasses.MISSING
 _FIELD = dataclasses._FIELD  # type: ignore[attr-defined]  # the marker dataclasses.fields() keeps
 _CLASSVAR = dataclasses._FIELD_CLASSVAR  # type: ignore[attr-defined]
 _get_field: Callable[[type, str, Any, bool], dataclasses.Field[Any]] = dataclasses._get_field  # type: ignore[attr-defined]
+_MEMBER = types.MemberDescriptorType  # a __slots__ entry: the field has no default
+
+
+def _field_of(default: Any) -> dataclasses.Field[Any]:
+    """``dataclasses.field(default=default)`` without its argument checks (none apply)."""
+    return dataclasses.Field(default, _MISSING, True, True, None, True, None, _MISSING)  # type: ignore[arg-type]
+
+
+try:
+    _field_of(None)
+    _new_field: Callable[[Any], dataclasses.Field[Any]] = _field_of
+except TypeError:  # a Python whose Field takes other arguments
+    _new_field = lambda default: dataclasses.field(default=default)  # noqa: E731
 _Params: Any = dataclasses._DataclassParams  # type: ignore[attr-defined]
 _getstate: Any = getattr(dataclasses, "_dataclass_getstate", None)
 _setstate: Any = getattr(dataclasses, "_dataclass_setstate", None)
@@ -171,7 +187,7 @@ def build(cls: type[T], *, init: bool = True, repr: bool = True, eq: bool = True
         if annotation in (dataclasses.KW_ONLY, "KW_ONLY", "dataclasses.KW_ONLY"):
             field_kw_only = True
             continue
-        f = _get_field(cls, name, annotation, field_kw_only)  # ClassVar detection, mutable-default check
+        f = _field(cls, name, annotation, field_kw_only)
         if f._field_type is _FIELD:  # type: ignore[attr-defined]
             fields[name] = f
             own.append(name)
@@ -253,6 +269,27 @@ def build(cls: type[T], *, init: bool = True, repr: bool = True, eq: bool = True
     if isinstance(new, abc.ABCMeta):
         abc.update_abstractmethods(new)
     return new
+
+
+def _field(cls: type, name: str, annotation: Any, kw_only: bool) -> dataclasses.Field[Any]:
+    """The Field dataclasses' ``_get_field`` makes, made directly for a string annotation that
+    cannot name ``ClassVar`` or ``InitVar`` (dataclasses matches a regex against every string
+    annotation and looks its first word up in the module); any other goes through dataclasses."""
+    if not isinstance(annotation, str) or "ClassVar" in annotation or "InitVar" in annotation:
+        return _get_field(cls, name, annotation, kw_only)
+    default = getattr(cls, name, _MISSING)
+    if isinstance(default, dataclasses.Field):
+        f = default
+    else:
+        f = _new_field(_MISSING if type(default) is _MEMBER else default)
+    f.name = name
+    f.type = annotation
+    f._field_type = _FIELD  # type: ignore[attr-defined]
+    if f.kw_only is _MISSING:
+        f.kw_only = kw_only
+    if f.default.__class__.__hash__ is None:
+        raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+    return f
 
 
 def _slot_names(cls: type) -> tuple[str, ...]:

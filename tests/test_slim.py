@@ -138,3 +138,36 @@ def test_inheritance_and_its_errors_are_the_dataclass_ones() -> None:
         assert child(1) == child(1, 2) and hash(child(1)) == hash(child(1)) and child(1) != base(1)
         with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
             make(type("D", (base,), {"__annotations__": {}, "__module__": __name__}))
+
+
+FIELD_ATTRS = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare", "metadata", "kw_only",
+               "_field_type")
+
+
+def test_fields_are_made_as_dataclasses_makes_them_without_its_annotation_regex(monkeypatch: pytest.MonkeyPatch) -> None:
+    def make() -> type[Any]:
+        slotted = type("S", (), {"__slots__": ("s",), "__module__": __name__})
+        return type("F", (slotted,), {
+            "__annotations__": {"s": "int", "a": "int", "b": "str | None", "c": "list[int]", "d": "int",
+                                "k": "ClassVar[int]", "q": "typing.ClassVar[str]", "_": dataclasses.KW_ONLY, "w": "bytes"},
+            "b": None, "c": dataclasses.field(default_factory=list, repr=False, metadata={"m": 1}),
+            "d": dataclasses.field(default=4, kw_only=False, compare=False, hash=True), "k": 1, "q": "x",
+            "w": b"", "__module__": __name__})
+    real = {f.name: f for f in dataclasses.fields(dataclasses.dataclass(make()))}
+    looked: list[str] = []
+    is_type = dataclasses._is_type  # type: ignore[attr-defined]
+    monkeypatch.setattr(dataclasses, "_is_type", lambda a, *rest: looked.append(a) or is_type(a, *rest))
+    cheap_cls = slim.dataclass(make())
+    cheap = {f.name: f for f in dataclasses.fields(cheap_cls)}
+    assert list(cheap) == list(real) == ["s", "a", "b", "c", "d", "q", "w"]  # this module has no name typing
+    for name, f in real.items():
+        assert [getattr(cheap[name], a) for a in FIELD_ATTRS] == [getattr(f, a) for a in FIELD_ATTRS], name
+    assert cheap_cls.k == 1 and cheap["s"].default is dataclasses.MISSING and cheap["w"].kw_only and not cheap["d"].kw_only
+    assert sorted(set(looked)) == ["ClassVar[int]", "typing.ClassVar[str]"]  # only what could name a ClassVar
+
+
+def test_an_initvar_is_still_refused_and_a_mutable_default_named() -> None:
+    with pytest.raises(TypeError, match="InitVar is not supported"):
+        slim.dataclass(type("I", (), {"__annotations__": {"a": "InitVar[int]"}, "__module__": "dataclasses"}))
+    with pytest.raises(ValueError, match=r"mutable default <class 'dict'> for field a is not allowed"):
+        slim.dataclass(type("M", (), {"__annotations__": {"a": "dict[str, int]"}, "a": {}, "__module__": __name__}))

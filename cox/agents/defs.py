@@ -36,11 +36,11 @@ its ``.cox/config.toml`` is (``cox.config.project``): as a request that may only
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cox import lazyre
 from cox.actors.tools.spelling import COX_NAME
 from cox.slim import dataclass
 
@@ -105,9 +105,9 @@ MODEL_ALIASES: dict[str, str] = {"haiku": "cheap", "sonnet": "main", "opus": "th
                                  "cheap": "cheap", "main": "main", "code": "main", "think": "think"}
 TIERS = frozenset(MODEL_ALIASES.values())
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
-_MCP = re.compile(r"^mcp__[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+$")
+_NAME = lazyre.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_MODEL_ID = lazyre.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$")
+_MCP = lazyre.compile(r"^mcp__[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+$")
 _IGNORED_WARN = {
     "permissionmode": "the agent runs in the parent's permission mode (a child's is never wider)",
     "hooks": "hooks come only from settings files (`cox hooks list`)",

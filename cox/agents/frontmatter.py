@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 
+from cox import lazyre
 from cox.slim import dataclass
 
 __all__ = ["Block", "FrontMatterError", "Value", "split"]
 
-_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$")
-_BLOCK_SCALAR = re.compile(r"^([|>])([+-]?[1-9]?|[1-9][+-])[ \t]*(?:#.*)?$")
+_KEY = lazyre.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?:[ \t]+(.*)|[ \t]*)$")
+_BLOCK_SCALAR = lazyre.compile(r"^([|>])([+-]?[1-9]?|[1-9][+-])[ \t]*(?:#.*)?$")
 _ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n", "v": "\v", "f": "\f",
             "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/", "\\": "\\", "N": "\x85",
             "_": "\xa0", "L": "\u2028", "P": "\u2029"}

@@ -55,6 +55,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cox import lazyre
 from cox.slim import dataclass
 
 from .frontmatter import Block, FrontMatterError, Value, split
@@ -76,7 +77,7 @@ HEAD_LIMIT = 64 * 1024
 """Bytes of a SKILL.md read when the session starts (its front matter is in them): a repository
 of many large skill files must not slow every start."""
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_NAME = lazyre.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 class SkillError(Exception):

@@ -16,21 +16,24 @@ Home and roots are also tried with symlinks resolved, since subjects are confine
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
 from collections.abc import Sequence
 
+from cox import lazyre
+
 from .wildmatch import translate
 
-__all__ = ["GlobError", "compile_glob", "escape", "homes", "normalise", "segment_regex"]
+__all__ = ["GlobError", "check_glob", "compile_glob", "escape", "glob_source", "homes", "normalise", "segment_regex"]
 
 
 class GlobError(ValueError):
     pass
 
 
-_MAGIC = re.compile(r"([*?\[\]\\])")
+_MAGIC = lazyre.compile(r"([*?\[\]\\])")
 
 
 def escape(path: str) -> str:
@@ -61,39 +64,54 @@ def _variants(base: str) -> list[str]:
     return out
 
 
-def homes(home: str) -> list[str]:
+@functools.lru_cache(maxsize=16)
+def homes(home: str) -> tuple[str, ...]:
     """The home folder as configured and, when it differs, the account's own (``~root`` is
-    /root whatever ``$HOME`` says): a rule about ``~/.ssh`` protects both."""
+    /root whatever ``$HOME`` says): a rule about ``~/.ssh`` protects both. Looked up (the
+    account database, ``realpath``) once per process for each home."""
     out = _variants(home)
     try:
         import pwd
 
         own = pwd.getpwuid(os.geteuid()).pw_dir
     except (ImportError, KeyError, OSError):
-        return out
+        return tuple(out)
     if own and own.startswith("/") and own not in ("/", "/nonexistent"):
         out.extend(v for v in _variants(own) if v not in out)
-    return out
+    return tuple(out)
+
+
+def check_glob(pattern: str, home: str, roots: Sequence[str]) -> None:
+    """Raise the :class:`GlobError` :func:`compile_glob` would raise for ``pattern``, without
+    compiling it (a rule's glob is compiled when a path is first checked against it). Past the
+    checks of where it starts, only a bracket expression can be wrong (a reversed range), so
+    only a pattern with one is translated now."""
+    _check_start(pattern, roots)
+    if "[" in pattern:
+        _alternatives(pattern, home, roots)
+
+
+def _check_start(pattern: str, roots: Sequence[str]) -> None:
+    if not pattern.strip():
+        raise GlobError("the path is empty")
+    if pattern.startswith("~") and pattern != "~" and not pattern.startswith("~/"):
+        raise GlobError("only ~ and ~/… name the home directory (not ~user)")
+    if not pattern.startswith(("~", "/")) and not roots:
+        raise GlobError("a relative path needs a workspace root")
 
 
 def _absolute(pattern: str, home: str, roots: Sequence[str]) -> list[str]:
     if pattern == "~" or pattern.startswith("~/"):
         return [escape(b) + pattern[1:] for b in homes(home)]
-    if pattern.startswith("~"):
-        raise GlobError("only ~ and ~/… name the home directory (not ~user)")
     if pattern.startswith("/"):
         return ["/" + pattern.lstrip("/")]
     while pattern.startswith("./"):
         pattern = pattern[2:]
-    if not roots:
-        raise GlobError("a relative path needs a workspace root")
     return [escape(b.rstrip("/")) + "/" + pattern for r in roots for b in _variants(r)]
 
 
-def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[str]:
-    """One anchored regex for ``pattern`` against every base it may start from."""
-    if not pattern.strip():
-        raise GlobError("the path is empty")
+def _alternatives(pattern: str, home: str, roots: Sequence[str]) -> list[str]:
+    """The regex text of ``pattern`` from each base it may start from (checked already)."""
     if pattern.endswith("/"):
         pattern += "**"
     alternatives = []
@@ -105,8 +123,20 @@ def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[st
             alternatives.append(translate(collapsed, "rule"))
         except ValueError as exc:
             raise GlobError(f"not a valid glob ({exc})") from exc
+    return alternatives
+
+
+def glob_source(pattern: str, home: str, roots: Sequence[str]) -> str:
+    """The text of :func:`compile_glob`'s regex (to join several into one without compiling each)."""
+    _check_start(pattern, roots)
+    return "(?:" + "|".join(dict.fromkeys(_alternatives(pattern, home, roots))) + r")\Z"
+
+
+def compile_glob(pattern: str, home: str, roots: Sequence[str]) -> re.Pattern[str]:
+    """One anchored regex for ``pattern`` against every base it may start from (flag DOTALL)."""
+    source = glob_source(pattern, home, roots)
     try:
-        return re.compile("(?:" + "|".join(dict.fromkeys(alternatives)) + r")\Z", re.DOTALL)
+        return re.compile(source, re.DOTALL)
     except re.error as exc:
         raise GlobError(f"not a valid glob ({exc})") from exc
 

@@ -30,12 +30,14 @@ sandbox masks the denied paths as well; this guard makes the decision right wher
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from cox import lazyre
 from cox.slim import dataclass
 
 from .globs import homes, normalise, segment_regex
@@ -60,10 +62,10 @@ _NOT_READERS = frozenset({"echo", "printf", "true", "false", ":", "test", "[", "
 _GIT_CONTENT = frozenset({"grep", "show", "diff", "blame", "cat-file", "archive", "format-patch",
                           "whatchanged", "annotate", "difftool"})
 _GIT_LOG_PATCH = frozenset({"-p", "-u", "--patch", "--full-diff"})
-_MAGIC = re.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
-_PROC = re.compile(r"/proc/(self|thread-self|\d+)(?:/task/\d+)?/(cwd|root|fd|fdinfo|map_files)(?=/|\Z)(.*)",
-                   re.DOTALL)
-_DEV_FD = re.compile(r"/dev/(?:fd/(\d+)|stdin|stdout|stderr)(?=/|\Z)")
+_MAGIC = lazyre.compile(r"(?<!\\)(?:\\\\)*[*?\[]")
+_PROC = lazyre.compile(r"/proc/(self|thread-self|\d+)(?:/task/\d+)?/(cwd|root|fd|fdinfo|map_files)(?=/|\Z)(.*)",
+                       re.DOTALL)
+_DEV_FD = lazyre.compile(r"/dev/(?:fd/(\d+)|stdin|stdout|stderr)(?=/|\Z)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,27 +216,36 @@ def _git_reads_repo(text: str) -> bool:
 
 
 class ReadGuard:
-    """The Read deny rules of one engine, compiled once for checking many paths fast."""
+    """The Read deny rules of one engine, compiled once for checking many paths fast: on the
+    first path checked, not when the session starts (the session makes its guard then)."""
 
     def __init__(self, rules: Sequence[Rule], home: str, roots: Sequence[str]) -> None:
         self.rules = tuple(rules)
         self.home = home
         self.roots = tuple(str(r) for r in roots)
         self.root = self.roots[0] if self.roots else "/"
-        self.any = next((r for r in self.rules if r.regex is None), None)  # a bare Read deny
-        patterns = [f"(?:{r.regex.pattern})" for r in self.rules if r.regex is not None]
-        self.rx = re.compile("|".join(patterns), re.DOTALL) if patterns else None
-        # Each rule's literal folder, as written and with symlinks resolved; a relative rule has
-        # one per workspace root. ``glob``: whether the rule goes on past it (``**/.env``).
+        self.any = next((r for r in self.rules if r.kind != "path"), None)  # a bare Read deny
+
+    @functools.cached_property
+    def rx(self) -> re.Pattern[str] | None:
+        """Every path rule's regex in one, to rule out most paths with one match (a rule's own
+        regex is compiled only when this one matched)."""
+        patterns = [f"(?:{source})" for source in (r.source for r in self.rules) if source is not None]
+        return re.compile("|".join(patterns), re.DOTALL) if patterns else None
+
+    @functools.cached_property
+    def bases(self) -> list[tuple[Rule, str, bool]]:
+        """Each rule's literal folder, as written and with symlinks resolved; a relative rule has
+        one per workspace root. ``glob``: whether the rule goes on past it (``**/.env``)."""
         bases: list[tuple[Rule, str, bool]] = []
-        every_home = homes(home)
+        every_home = homes(self.home)
         for r in self.rules:
             globbed = r.value.endswith("/") or any(ch in r.value for ch in "*?[")
-            anchors = every_home if r.value.startswith("~") else [home]
+            anchors = every_home if r.value.startswith("~") else (self.home,)
             found = {literal_base(r, h, root) for h in anchors for root in self.roots or (None,)}
             for b in sorted(b for b in found if b is not None):
                 bases.extend((r, v, globbed) for v in dict.fromkeys([b, os.path.realpath(b)]))
-        self.bases = bases
+        return bases
 
     # --- one path ------------------------------------------------------------------------------
 
@@ -256,7 +267,7 @@ class ReadGuard:
             inner = base.rstrip("/") + "/"
             if inner.startswith(below) or (globbed and below.startswith(inner)):
                 return r
-        return next((r for r in self.rules if r.matches(path)), None)
+        return self.denied(path)
 
     def refuses(self, path: str, *, below: bool = False) -> Rule | None:
         """The rule that keeps a file tool from ``path`` (absolute), checked as written and with

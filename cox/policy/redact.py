@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cox import lazyre
+
 __all__ = ["MAX_HELD", "REDACTED", "Carry", "hold_from", "scrub", "scrub_data", "suspect"]
 
 REDACTED = "«redacted»"
@@ -39,7 +41,7 @@ _MARKERS = ("sk-", "earer", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr
 
 _PEM_BEGIN = "-----BEGIN"
 _PEM = r"-----BEGIN[ A-Z0-9]*-----.*?-----END[ A-Z0-9]*-----"
-_SECRET = re.compile(
+_SECRET = lazyre.compile(
     _PEM + r"|-----BEGIN[ A-Z0-9]*-----.*\Z"
     r"|(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}"
     r"|(?<=[Bb]earer )[ \t]*[A-Za-z0-9\-._~+/]{16,}=*"
@@ -47,7 +49,7 @@ _SECRET = re.compile(
     r"|(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
     re.DOTALL,
 )
-_PEM_DONE = re.compile(_PEM, re.DOTALL)
+_PEM_DONE = lazyre.compile(_PEM, re.DOTALL)
 
 
 def suspect(text: str) -> bool:
@@ -94,7 +96,7 @@ def _prefixes(literal: str, body: str) -> str:
 
 # A start of a secret shape running to the end of the text: what a later delta may complete (or
 # lengthen: a key already 20 characters long may go on). Same look-behinds as _SECRET.
-_OPEN = re.compile(
+_OPEN = lazyre.compile(
     "(?=[sAgBb-])(?:"  # the first characters of the shapes, checked first: most positions fail here
     r"(?<![A-Za-z0-9_-])" + _prefixes("sk-", "[A-Za-z0-9_-]*")
     + r"|(?<![A-Za-z0-9])(?:" + _prefixes("AKIA", "[0-9A-Z]*") + "|" + _prefixes("ASIA", "[0-9A-Z]*") + ")"

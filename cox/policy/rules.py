@@ -24,19 +24,20 @@ from dataclasses import field
 from typing import Literal
 from urllib.parse import urlsplit
 
+from cox import lazyre
 from cox.slim import dataclass
 
-from .globs import GlobError, compile_glob
+from .globs import GlobError, check_glob, compile_glob, glob_source
 from .names import AGENT_RULES, PATH_RULES, RULE_TOOLS, is_mcp
 
 __all__ = ["Rule", "RuleError", "host_of", "parse_rule"]
 
 Kind = Literal["any", "exact", "prefix", "path", "domain", "mcp"]
 
-_SHAPE = re.compile(r"([A-Za-z][A-Za-z0-9_-]*(?:__\*)?)(?:\((.*)\))?", re.DOTALL)
-_MCP = re.compile(r"mcp__[A-Za-z0-9_-]+")
-_DOMAIN = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
-_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_SHAPE = lazyre.compile(r"([A-Za-z][A-Za-z0-9_-]*(?:__\*)?)(?:\((.*)\))?", re.DOTALL)
+_MCP = lazyre.compile(r"mcp__[A-Za-z0-9_-]+")
+_DOMAIN = lazyre.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
+_REPO = lazyre.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
 class RuleError(ValueError):
@@ -51,17 +52,39 @@ class RuleError(ValueError):
 
 @dataclass(slots=True)
 class Rule:
-    """One compiled rule. ``value`` is the exact text, prefix, domain or MCP name. A Bash rule's
-    canonical command forms are computed on first use, so compiling rules at start-up does not
-    load the bash parser before a bash call needs it."""
+    """One compiled rule. ``value`` is the exact text, prefix, domain, MCP name or path glob;
+    ``anchors`` the home and workspace roots a path glob starts from. What costs is done on
+    first use, so compiling the rules at start-up neither loads the bash parser (a Bash rule's
+    canonical command forms) nor compiles a regex (a path glob's, :attr:`regex`) before a call
+    needs one; a glob that cannot compile was refused already (:func:`parse_rule`)."""
 
     text: str
     origin: str
     tool: str
     kind: Kind
     value: str = ""
-    regex: re.Pattern[str] | None = None
+    anchors: tuple[str, tuple[str, ...]] | None = None
     _canon: tuple[str, str] | None = field(default=None, repr=False, compare=False)
+    _regex: re.Pattern[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        """A path rule's glob as an anchored regex (None for other kinds), compiled on first use."""
+        rx = self._regex
+        if rx is None and self.anchors is not None:
+            home, roots = self.anchors
+            rx = self._regex = compile_glob(self.value, home, roots)
+        return rx
+
+    @property
+    def source(self) -> str | None:
+        """The text of :attr:`regex` (flag DOTALL), without compiling it."""
+        if self._regex is not None:
+            return self._regex.pattern
+        if self.anchors is None:
+            return None
+        home, roots = self.anchors
+        return glob_source(self.value, home, roots)
 
     def _forms(self) -> tuple[str, str]:
         forms = self._canon
@@ -82,7 +105,8 @@ class Rule:
         if kind == "any" or kind == "mcp":
             return True
         if kind == "path":
-            return self.regex is not None and self.regex.match(subject) is not None
+            regex = self.regex
+            return regex is not None and regex.match(subject) is not None
         if kind == "domain":
             host = host_of(subject)
             return host is not None and (host == self.value or host.endswith("." + self.value))
@@ -206,10 +230,10 @@ def _path(text: str, origin: str, name: str, spec: str, home: str, roots: Sequen
     if spec.endswith(":*"):
         raise RuleError(text, origin, f"file rules take a path glob: write {name}({spec[:-2]}/**)")
     try:
-        regex = compile_glob(spec.strip(), home, roots)
+        check_glob(spec.strip(), home, roots)
     except GlobError as exc:
         raise RuleError(text, origin, str(exc)) from None
-    return Rule(text, origin, name, "path", spec.strip(), regex=regex)
+    return Rule(text, origin, name, "path", spec.strip(), anchors=(home, tuple(roots)))
 
 
 def _domain(text: str, origin: str, spec: str) -> Rule:

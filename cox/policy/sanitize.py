@@ -10,17 +10,18 @@ line quoting a model, a tool, an MCP server, a config file or a provider cannot 
 
 from __future__ import annotations
 
-import re
 from typing import IO, Any
+
+from cox import lazyre
 
 __all__ = ["SanitizedStream", "sanitize"]
 
 # Any character that needs work. Checked first: plain text (the common case) costs one C scan.
-_SUSPECT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_SUSPECT = lazyre.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 # Order matters: string-type sequences (which may contain anything up to their terminator) first,
 # then CSI, then any other escape, then single control characters.
-_STRIP = re.compile(
+_STRIP = lazyre.compile(
     # OSC, DCS, SOS, PM, APC: ESC ] / P / X / ^ / _ up to BEL or ST (ESC \ or 0x9c); an
     # unterminated one runs to the end of the text, which is then dropped.
     "\x1b[\\]PX^_](?:[^\x07\x1b\x9c]|\x1b(?!\\\\))*(?:\x07|\x1b\\\\|\x9c|$)"

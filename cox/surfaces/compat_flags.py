@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from cox import lazyre
 from cox.slim import dataclass
 
 if TYPE_CHECKING:
@@ -430,7 +431,7 @@ def _dollars(text: Any) -> float:
     return usd
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID = lazyre.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _session_id(text: str | None) -> str | None:

@@ -6,6 +6,7 @@ are built by ``cox.slim`` (counted in a real run)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -130,3 +131,81 @@ def test_start_up_runs_no_garbage_collection_and_freezes_what_it_built(tmp_path:
     assert collections == 0, f"{collections} garbage collections ran before the session was open"
     assert enabled, "the collector stayed off once the session was open"
     assert frozen > 10_000, f"only {frozen} objects were frozen out of later collections"
+
+
+# Up to the first model request nothing builds a cox class with typing.NamedTuple (it compiles
+# every field's annotation and a __new__ per class), no cox module compiles a regex while it is
+# imported (cox.lazyre compiles on first use), and no permission rule's glob is compiled: the
+# engine and its read guard are made at session start, their regexes with the first path checked.
+
+COUNT_AT_FIRST_REQUEST = r"""
+import importlib.machinery, json, os, re._compiler, runpy, sys, typing
+
+named, at_import, globs = [], [], []
+real_nt = typing.NamedTupleMeta.__new__
+def counted_nt(meta, name, bases, ns, **kw):
+    if str(ns.get("__module__", "")).startswith("cox"):
+        named.append(f"{ns['__module__']}.{name}")
+    return real_nt(meta, name, bases, ns, **kw)
+typing.NamedTupleMeta.__new__ = counted_nt
+real_compile = re._compiler.compile
+def counted_compile(p, flags=0):
+    f, frames = sys._getframe(1), []
+    while f is not None:
+        frames.append((f.f_code.co_filename, f.f_code.co_name, f.f_globals.get("__name__")))
+        f = f.f_back
+    # the code that asked for it: past the re package and cox.lazyre's stand-in
+    asker = next(name for name, _, _ in frames if "/re/" not in name and not name.endswith("/cox/lazyre.py"))
+    if "/cox/" in asker:
+        if any(fn == "<module>" and "/cox/" in name and mod != "__main__" for name, fn, mod in frames):
+            at_import.append(f"{asker.rsplit('/cox/', 1)[1]}: {str(p)[:40]!r}")  # a cox module is importing
+        if asker.endswith(("/cox/policy/globs.py", "/cox/policy/reads.py")):
+            globs.append(str(p)[:60])
+    return real_compile(p, flags)
+re._compiler.compile = counted_compile
+
+# proofs that the counters count: a NamedTuple of module "cox", a regex compiled by the module
+# body of a file named like a cox module, one by a function of a file named like globs.py
+exec("import typing\nclass COUNTED(typing.NamedTuple):\n    a: int", {"__name__": "cox"})
+exec(compile("import re; re.compile('(?:proof-at-import)')", "/x/cox/proof.py", "exec"), {"__name__": "cox.proof"})
+exec(compile("def f():\n    import re; re.compile('(?:proof-glob)')", "/x/cox/policy/globs.py", "exec"), ns := {})
+ns["f"]()
+
+def first_request(*args, **kwargs):
+    print("AT_FIRST_REQUEST " + json.dumps([named, at_import, globs]), file=sys.stderr, flush=True)
+    os._exit(0)
+
+class Patch:  # the transport, patched when cox imports it (bench/provider.py's probe)
+    def find_spec(self, name, path, target=None):
+        if name != "cox.actors.provider.stdlib_http":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        load = spec.loader.exec_module
+        def exec_module(module):
+            load(module)
+            module.post_sse_stdlib = first_request
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Patch())
+sys.argv = ["cox", *sys.argv[1:]]
+runpy.run_module("cox.surfaces.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_before_the_first_request_no_named_tuple_no_import_regex_and_no_rule_glob(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    with Loopback() as api:  # never asked: the probe stops at the first request
+        env.update(COX_HOME=str(tmp_path / "home"), ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=api.url)
+        out = subprocess.run([sys.executable, "-c", COUNT_AT_FIRST_REQUEST, "run", "-p", "hi"], cwd=ws, env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+    line = next((x for x in out.stderr.splitlines() if x.startswith("AT_FIRST_REQUEST")), None)
+    assert line is not None, out.stderr[-2000:]
+    named, at_import, globs = json.loads(line.split(" ", 1)[1])
+    assert (named[0], at_import[0], globs[0]) == ("cox.COUNTED", "proof.py: '(?:proof-at-import)'", "(?:proof-glob)")
+    assert named[1:] == [], f"built with typing.NamedTuple (use cox.slim's dataclass): {named[1:]}"
+    assert at_import[1:] == [], f"compiled while imported (use cox.lazyre.compile): {at_import[1:]}"
+    assert globs[1:] == [], f"permission rule regexes compiled before any path was checked: {globs[1:]}"

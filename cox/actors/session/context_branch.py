@@ -11,11 +11,12 @@ well-formed ref or object id on its first line is believed; anything else is nam
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-_HEX = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
-_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|\.lock$|^\.|/\.")
+from cox import lazyre
+
+_HEX = lazyre.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+_BAD_REF = lazyre.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^/|/$|\.lock$|^\.|/\.")
 
 
 def branch_line(cwd: Path) -> str:

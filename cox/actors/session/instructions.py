@@ -27,11 +27,11 @@ file but never carries its content.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from cox import lazyre
 from cox.slim import dataclass
 
 __all__ = ["FOLDER_FILES", "LIMIT_BYTES", "MAX_DEPTH", "Instruction", "instruction_block", "instruction_files"]
@@ -51,9 +51,9 @@ importing its whole tree (an import past it is skipped, named)."""
 
 Scope = Literal["user", "project"]
 
-_FENCE = re.compile(r"^[ \t]{0,3}(```+|~~~+)")
-_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_IMPORT = re.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
+_FENCE = lazyre.compile(r"^[ \t]{0,3}(```+|~~~+)")
+_SPAN = lazyre.compile(r"(`+)(?:(?!\1).)+?\1")
+_IMPORT = lazyre.compile(r"(?:^|(?<=\s))@((?:[^\s\\]|\\ )+)")
 _TRAILING = ".,;:!?)]}'\""
 
 

@@ -2,16 +2,22 @@
 
 Tells (nobody waits: ``Append``, ``Title``, ``Usage``; ``Marker`` is an ask nobody waits for
 until the turn ends) and asks (an answer or a
-:class:`~cox.actors.store.actor.StorageError`: the rest). NamedTuples, not dataclasses: they are
-built on the start-up path of ``cox run -p``, where a class costs less this way.
+:class:`~cox.actors.store.actor.StorageError`: the rest). Frozen :mod:`cox.slim` dataclasses
+(immutable, matched by position through ``__match_args__``), not NamedTuples: the classes are
+built on the start-up path of ``cox run -p``, and ``typing.NamedTuple`` compiles every field's
+annotation and a ``__new__`` per class at import (~0.2 ms each), slim nothing until a class is
+first constructed. Nothing here is used as a tuple: read the fields by name or by ``match``.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+
+from cox.slim import dataclass
 
 
-class Open(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Open:
     """A session begins (or resumes): its index row, its presence record; ``reporter`` (the
     session actor) hears of a failed write once. Answers the other live sessions here."""
 
@@ -23,14 +29,16 @@ class Open(NamedTuple):
         return str(self.meta["id"])
 
 
-class Append(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Append:
     """One rollout line (a tell)."""
 
     session: str
     line: str
 
 
-class Sync(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Sync:
     """fsync the rollout and update the index row; raises the first failure since the last
     sync. ``session`` "" syncs nothing (a barrier: everything sent before has been handled).
     ``durable`` False: only the failure check (and the row), no fsync."""
@@ -40,7 +48,8 @@ class Sync(NamedTuple):
     durable: bool = True
 
 
-class Close(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Close:
     """The session ends: its rollout closed (``durable``: fsynced first), its row marked closed
     (with ``meta``, for a session that did not update it at each turn's end)."""
 
@@ -49,32 +58,37 @@ class Close(NamedTuple):
     meta: dict[str, Any] | None = None
 
 
-class Title(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Title:
     """The session's title, if it has none yet (a tell)."""
 
     session: str
     text: str
 
 
-class Usage(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Usage:
     """One request's usage row (a tell)."""
 
     session: str
     record: dict[str, Any]
 
 
-class ArchivePut(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ArchivePut:
     """Archive these bytes; answers their id."""
 
     data: bytes
     kind: str = "tool_output"
 
 
-class ArchiveGet(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ArchiveGet:
     archive_id: str
 
 
-class ArchiveRow(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ArchiveRow:
     """An archived blob's index row: ``inline`` holds the bytes of a small one; a big one's file
     (``archive/<id>``) was written by the sender before (``archive.stage``)."""
 
@@ -84,7 +98,8 @@ class ArchiveRow(NamedTuple):
     inline: bytes | None
 
 
-class CheckpointRow(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
     """One file's checkpoint row (``checkpoints.py`` says what the kinds mean)."""
 
     path: str
@@ -96,7 +111,8 @@ class CheckpointRow(NamedTuple):
     origin: str = ""
 
 
-class Checkpoint(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
     """One call's checkpoint rows and the archived pre-images they name, written in one
     transaction (an ask: the rows exist before the model sees the call's result)."""
 
@@ -109,7 +125,8 @@ class Checkpoint(NamedTuple):
     began: float | None = None
 
 
-class PostImages(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class PostImages:
     """What a session left in each file: ``(path, content id)`` pairs (an ask)."""
 
     session: str
@@ -118,7 +135,8 @@ class PostImages(NamedTuple):
     origin: str = ""
 
 
-class Marker(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Marker:
     """A turn's /rewind marker, titled with the first words of ``text``. The session sends it
     without waiting (``ask(block=False)``: a tell with a reply for its warning), so the store's
     order writes it before that turn's closing ``Sync``. ``only_if_missing``: keep a title the
@@ -131,17 +149,20 @@ class Marker(NamedTuple):
     only_if_missing: bool = False
 
 
-class GetSession(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class GetSession:
     session: str
 
 
-class SpentSince(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SpentSince:
     """The cost of every request since this Unix time."""
 
     since: float
 
 
-class ListSessions(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class ListSessions:
     limit: int = 50
 
 

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from cox import lazyre
 from cox.policy.sanitize import sanitize
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
@@ -24,7 +25,7 @@ from .base import BaseTool, ToolEnv, ToolInputError, read_guard
 from .files import display
 
 MAX_ROWS = 100
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_IDENT = lazyre.compile(r"[A-Za-z_$][\w$]*")
 
 _DECLARES: dict[str, str] = {
     "python": r"^\s*(?:async\s+def|def|class)\s+{n}\b|^\s*{n}\s*(?::[^=\n]*)?=(?!=)",
