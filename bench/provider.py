@@ -4,7 +4,8 @@
 
 ``--startup`` stops after the start-up lines (the floor, the floor agent, cox's ratio to it, and
 the same ratio in CPU time, which a machine shared with other work does not blur as it does the
-wall clock).
+wall clock, and, when valgrind is installed, in instructions executed, which load does not move
+at all: one run each, the same count within a fraction of a percent).
 
 Prints the floor first: ``python -c pass`` and a ~60-line stdlib agent (one keep-alive
 connection, SSE parsed, one bash call) against the same server, and cox's launch → first request
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -237,6 +239,22 @@ def cpu_to_first_request(code: str, args: list[str], ws: Path, home: Path) -> fl
     return statistics.median(times)
 
 
+def instructions_to_first_request(code: str, args: list[str], ws: Path, home: Path) -> float | None:
+    """Millions of instructions ``python -c code args`` executes until its first request leaves
+    (valgrind's callgrind counts every thread's); None without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    with Loopback() as api, tempfile.TemporaryDirectory() as out:
+        run = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}/cg", sys.executable, "-c",
+                              code, *args], cwd=ws, env=env_for("anthropic", api, home), capture_output=True,
+                             text=True, check=False, timeout=600)
+    counted = [line for line in run.stderr.splitlines() if "Collected :" in line]
+    if CPU_MARK not in run.stderr or not counted:
+        raise SystemExit(f"valgrind counted no first request: {run.stderr[-2000:]}")
+    return int(counted[-1].split(":")[-1]) / 1e6
+
+
 def streaming(kind: str, ws: Path, home: Path) -> tuple[float, float]:
     _, _, make, _ = PROVIDERS[kind]
     firsts, rates = [], []
@@ -392,6 +410,13 @@ def main() -> None:
             cox_cpu = cpu_to_first_request(COX_CPU_PROBE, ["run", "-p", "x"], ws, home)
             print(f"cox start-up CPU: {cox_cpu:.1f} ms to the first request = {cox_cpu / floor_cpu:.2f}× the floor "
                   f"agent's {floor_cpu:.1f} ms (goal ≤ {FLOOR_GOAL:g}×)")
+            floor_ir = instructions_to_first_request(FLOOR_CPU_PROBE, ["run echo ok"], ws, home)
+            cox_ir = instructions_to_first_request(COX_CPU_PROBE, ["run", "-p", "x"], ws, home)
+            if floor_ir is None or cox_ir is None:
+                print("cox start-up instructions: valgrind is not installed, not counted")
+            else:
+                print(f"cox start-up instructions: {cox_ir:.0f} M to the first request = {cox_ir / floor_ir:.2f}× the "
+                      f"floor agent's {floor_ir:.0f} M (valgrind; load does not move it; goal ≤ {FLOOR_GOAL:g}×)")
             if "--startup" in sys.argv[1:]:
                 return
         lat, rate = streaming(kind, ws, home)
