@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
@@ -430,12 +429,14 @@ def _dollars(text: Any) -> float:
     return usd
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"  # compiled when used
 
 
 def _session_id(text: str | None) -> str | None:
+    """A UUID's canonical spelling (what ``str(uuid.UUID(text))`` gives for the one spelling
+    accepted; the uuid module, which imports platform, stays off the start-up path)."""
     if text is None:
         return None
-    if not _UUID.fullmatch(text.strip()):
-        raise FlagError(f"--session-id wants a UUID (like {uuid.UUID(int=0)}), got {text!r}")
-    return str(uuid.UUID(text.strip()))
+    if not re.fullmatch(_UUID, text.strip()):
+        raise FlagError(f"--session-id wants a UUID (like 00000000-0000-0000-0000-000000000000), got {text!r}")
+    return text.strip().lower()
