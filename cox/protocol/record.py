@@ -221,7 +221,10 @@ def _quick(text: str, namespace: dict[str, Any], own: Any) -> Any:
 def _check_settled(hint: Any) -> None:
     """Raise :class:`_Unsure` when ``hint`` still holds a string or a form ``get_type_hints``
     would rewrite (``Annotated``, ``ClassVar``, ``Final``, ``InitVar``)."""
-    if isinstance(hint, str | typing.ForwardRef | dataclasses.InitVar):
+    kind = type(hint)
+    if kind is type or (kind is not types.GenericAlias and issubclass(kind, type)):
+        return  # a class (str, a record, an enum): nothing inside it is left to resolve
+    if isinstance(hint, (str, typing.ForwardRef, dataclasses.InitVar)):  # noqa: UP038  # a tuple is quicker
         raise _Unsure
     if isinstance(hint, list):  # the parameters of a Callable
         for arg in hint:
