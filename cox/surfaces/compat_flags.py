@@ -429,14 +429,14 @@ def _dollars(text: Any) -> float:
     return usd
 
 
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"  # compiled when used
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _session_id(text: str | None) -> str | None:
-    """A UUID's canonical spelling (what ``str(uuid.UUID(text))`` gives for the one spelling
-    accepted; the uuid module, which imports platform, stays off the start-up path)."""
+    """A UUID's canonical spelling: what ``str(uuid.UUID(text))`` gives for the one spelling
+    accepted, without importing uuid (and platform with it) for a flag most runs lack."""
     if text is None:
         return None
-    if not re.fullmatch(_UUID, text.strip()):
+    if not _UUID.fullmatch(text.strip()):
         raise FlagError(f"--session-id wants a UUID (like 00000000-0000-0000-0000-000000000000), got {text!r}")
     return text.strip().lower()
