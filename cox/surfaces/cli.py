@@ -42,10 +42,11 @@ class Parser(argparse.ArgumentParser):
 
     ``add_argument`` checks a metavar against ``nargs`` with a fresh help formatter, whose
     constructor imports ``shutil`` (and with it zlib, bz2 and lzma) and asks the terminal for its
-    width: that check reads no width, so it gets one given. Help and usage are formatted as
-    argparse formats them."""
+    width: that check reads no width and changes nothing in the formatter, so one made with a
+    width is shared by every check. Help and usage are formatted as argparse formats them."""
 
     _checking = False
+    _checkers: dict[Any, argparse.HelpFormatter] = {}
 
     def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
@@ -59,8 +60,11 @@ class Parser(argparse.ArgumentParser):
             self._checking = False
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-        if self._checking:  # the metavar check (see above): nothing it does reads the width
-            return self.formatter_class(prog=self.prog, width=80)  # type: ignore[call-arg]
+        if self._checking:  # the metavar check (see above)
+            checker = self._checkers.get(self.formatter_class)
+            if checker is None:
+                checker = self._checkers[self.formatter_class] = self.formatter_class(prog="cox", width=80)  # type: ignore[call-arg]
+            return checker
         return super()._get_formatter()
 
 

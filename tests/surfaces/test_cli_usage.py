@@ -104,3 +104,15 @@ def test_a_command_line_builds_the_parser_of_its_command_alone() -> None:
     sub = next(a for a in parser._actions if isinstance(a, cli.Commands))
     assert list(sub.choices) == COMMANDS
     assert [name for name, child in sub.choices.items() if child is not None] == ["run"]
+
+
+def test_parsing_a_command_line_imports_no_shutil() -> None:
+    """argparse's help formatter imports shutil (zlib, bz2, lzma) to ask the terminal's width;
+    only help and usage text need one (shutil is off `cox run -p`'s path once nothing else on it
+    imports it)."""
+    code = ("import sys\nfrom cox.surfaces import cli\nwords = ['run', '-p', 'x', '--max-turns', '2']\n"
+            "cli._parser(words).parse_args(words)\n"
+            "print(sorted(m for m in ('shutil', 'zlib', 'bz2', 'lzma') if m in sys.modules))\n"
+            "cli._parser(['run']).format_usage()\nprint('shutil' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True"], out.stdout  # usage text asks it, as argparse does
