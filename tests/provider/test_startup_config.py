@@ -8,7 +8,6 @@ from pathlib import Path
 
 from tests.provider.test_startup_imports import scripted_run
 
-
 COUNT_TYPE_HINTS = """
 import atexit, runpy, sys, typing
 calls = []
