@@ -755,6 +755,13 @@ def _value_encoder(tp: Any) -> Callable[[Any], str]:
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {}
+GENERATE_AFTER = 8
+"""Uses of a class's encoder after which it is generated: before, a loop over the same field
+list writes the same bytes, so a class written once or twice at start-up (``session_started``)
+compiles nothing, and one written thousands of times a second (``text_delta``) gets the
+straight-line encoder."""
+
+_Plan = tuple[tuple[str, str, Callable[[Any], str]], ...]  # (attribute, ',"key":', value encoder)
 
 
 def to_json(value: Any) -> str:
@@ -762,23 +769,44 @@ def to_json(value: Any) -> str:
     names used, non-ASCII text written as is."""
     encode = _ENCODERS.get(type(value))
     if encode is None:
-        encode = _ENCODERS[type(value)] = _json_encoder(type(value))
+        encode = _ENCODERS[type(value)] = _first_encoder(type(value))
     return encode(value)
 
 
-def _json_encoder(cls: type) -> Callable[[Any], str]:
-    """Generate ``cls``'s encoder: one ``None`` check and one string concatenation per field."""
+def _encoding_plan(cls: type) -> _Plan:
     if not issubclass(cls, Record):
         raise TypeError(f"to_json: {cls.__name__} is not a record")
+    return tuple((spec.name, "," + json.dumps(spec.key) + ":", _value_encoder(unwrap_optional(spec.type)))
+                 for spec in specs(cls) if not spec.internal)
+
+
+def _first_encoder(cls: type) -> Callable[[Any], str]:
+    """``cls``'s encoder for its first uses (:data:`GENERATE_AFTER`), which then installs the
+    generated one."""
+    plan = _encoding_plan(cls)
+    uses = [0]
+
+    def encode(o: Any) -> str:
+        uses[0] += 1
+        if uses[0] == GENERATE_AFTER:
+            _ENCODERS[cls] = _json_encoder(plan)
+        s = ""
+        for name, prefix, value_encoder in plan:
+            v = getattr(o, name)
+            if v is not None:
+                s += prefix + value_encoder(v)
+        return "{" + s[1:] + "}"
+    return encode
+
+
+def _json_encoder(plan: _Plan) -> Callable[[Any], str]:
+    """Generate the encoder of a class's ``plan``: one ``None`` check and one string
+    concatenation per field."""
     env: dict[str, Any] = {}
     lines = ["def encode(o):", "    s = ''"]
-    for i, spec in enumerate(specs(cls)):
-        if spec.internal:
-            continue
-        tp = unwrap_optional(spec.type)
-        env[f"e{i}"] = _value_encoder(tp)
-        prefix = "," + json.dumps(spec.key) + ":"
-        lines += [f"    v = o.{spec.name}", "    if v is not None:", f"        s += {prefix!r} + e{i}(v)"]
+    for i, (name, prefix, value_encoder) in enumerate(plan):
+        env[f"e{i}"] = value_encoder
+        lines += [f"    v = o.{name}", "    if v is not None:", f"        s += {prefix!r} + e{i}(v)"]
     lines.append("    return '{' + s[1:] + '}'")
     exec("\n".join(lines), env)  # generated from the class's own field list, as dataclasses does
     encode: Callable[[Any], str] = env["encode"]

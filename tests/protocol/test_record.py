@@ -233,6 +233,35 @@ def test_to_json_leaves_out_none_and_internal_fields_and_uses_json_names() -> No
     assert "origins" not in plain and "maybe" not in to_plain(e, exclude_none=True)
 
 
+def test_a_class_written_often_gets_a_generated_encoder_that_writes_the_same_bytes() -> None:
+    import sys
+
+    codec = sys.modules["cox.protocol.record"]
+
+    @record
+    class Often(Record):
+        name: str = ""
+        maybe: int | None = None
+        ratio: float = 0.0
+        kind: Colour = Colour.RED
+        inner: Point | None = None
+        schema_: dict[str, Any] | None = field(default=None, key="schema")
+        origins: dict[str, str] = field(default_factory=dict, internal=True)
+
+    values = [Often(name=f"n{i}", maybe=i if i % 2 else None, ratio=i / 3, kind=Colour.BLUE,
+                    inner=Point(x=i) if i % 3 else None, schema_={"i": [i, 1e-5]} if i % 4 else None,
+                    origins={"hidden": "x"}) for i in range(codec.GENERATE_AFTER * 2)]
+    lines = [to_json(v) for v in values[: codec.GENERATE_AFTER - 1]]
+    first = codec._ENCODERS[Often]
+    lines += [to_json(v) for v in values[codec.GENERATE_AFTER - 1:]]
+    generated = codec._ENCODERS[Often]
+    assert generated is not first and generated.__code__.co_filename == "<string>"  # the exec'd one
+    assert lines == [first(v) for v in values] == [generated(v) for v in values]
+    assert lines[5] == '{"name":"n5","maybe":5,"ratio":1.6666666666666667,"kind":"blue","inner":{"x":5,"y":0},' \
+                       '"schema":{"i":[5,0.00001]}}'
+    assert lines[12] == '{"name":"n12","ratio":4.0,"kind":"blue"}'
+
+
 @pytest.mark.parametrize("value, text", [
     (0.0, "0.0"), (5.0, "5.0"), (-0.0, "-0.0"), (0.1 + 0.2, "0.30000000000000004"), (1e15, "1000000000000000.0"),
     (1e16, "1e+16"), (1.5e300, "1.5e+300"), (1e-4, "0.0001"), (1e-5, "0.00001"), (-3.2e-5, "-0.000032"),
