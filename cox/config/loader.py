@@ -181,6 +181,12 @@ def env_vars() -> dict[str, str]:
 
 
 @cache
+def _config_sections() -> frozenset[str]:
+    """Every section's name as a variable spells it (``CORE``), from the field names alone."""
+    return frozenset(name.upper() for name in Config.__dataclass_fields__)
+
+
+@cache
 def _env_sections() -> frozenset[str]:
     return frozenset(name.split("_")[1] for name in env_vars())
 
@@ -460,12 +466,15 @@ def _bad_value(layer: _Layer, path: Keys, problem: str) -> ConfigError:
 
 
 def _env_layer(env: Mapping[str, str]) -> _Layer:
-    table = env_vars()
-    sections = _env_sections()
     entries: dict[Keys, Any] = {}
     names: dict[Keys, str] = {}
-    for name in sorted(env):
-        if not name.startswith("COX_") or name[4:].partition("_")[0] not in sections:
+    # The names are scanned first: the table of variables is built from the resolved types of
+    # every section, which only a run with a COX_<SECTION>_ variable set needs.
+    sections = _config_sections()
+    candidates = sorted(name for name in env if name.startswith("COX_") and name[4:].partition("_")[0] in sections)
+    table = env_vars() if candidates else {}
+    for name in candidates:
+        if name[4:].partition("_")[0] not in _env_sections():
             continue  # COX_HOME and friends are not config keys
         key = table.get(name)
         if key is None:

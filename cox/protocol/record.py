@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -129,7 +130,7 @@ def specs(cls: type) -> tuple[Spec, ...]:
     """The fields of a record class that its constructor takes, in declaration order."""
     found = _SPECS.get(cls)
     if found is None:
-        hints = typing.get_type_hints(cls)
+        hints = type_hints(cls)
         out = []
         for f in dataclasses.fields(cls):
             if not f.init:
@@ -138,6 +139,105 @@ def specs(cls: type) -> tuple[Spec, ...]:
             out.append(Spec(f.name, hints[f.name], required, f.metadata.get(_META)))
         found = _SPECS[cls] = tuple(out)
     return found
+
+
+class _Unsure(Exception):
+    """An annotation :func:`type_hints` leaves to ``typing.get_type_hints``."""
+
+
+_BUILTIN_TYPES: dict[str, Any] = {
+    t.__name__: t for t in (str, int, float, bool, bytes, list, dict, tuple, set, frozenset, object)}
+_BUILTIN_TYPES["None"] = type(None)
+
+
+def type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, computed cheaply (it cost ~0.1 ms a class at every start).
+
+    Every cox module has ``from __future__ import annotations``, so each annotation is a string,
+    and most are a plain name (``str``, ``ProviderName``), ``Name | None`` or ``Literal['tag']``:
+    those are looked up, not evaluated. Any other text is evaluated as ``get_type_hints`` does it
+    (names looked up in the declaring class's module, then its body, then the builtins), but
+    without its ``ForwardRef`` objects, checks and rebuilding of every generic, and with ``eval``
+    of the text rather than ``compile``, whose first call in a process builds the ``ast``
+    module's ~100 types (~1.5 ms). Anything out of the ordinary (a name no namespace has, a
+    quoted name inside a generic, ``Annotated``, ``ClassVar``) is left to ``get_type_hints`` for
+    the whole class, so the answer is its answer."""
+    hints: dict[str, Any] = {}
+    try:
+        for base in reversed(cls.__mro__):
+            annotations = base.__dict__.get("__annotations__")
+            if annotations:
+                namespace = getattr(sys.modules.get(base.__module__), "__dict__", None)
+                if namespace is None:
+                    raise _Unsure
+                own: list[dict[str, Any]] = []  # the class body as eval's globals, made when needed
+                for name, text in annotations.items():
+                    hints[name] = _evaluate(text, namespace, base, own)
+    except _Unsure:
+        return typing.get_type_hints(cls)
+    return hints
+
+
+def _evaluate(text: Any, namespace: dict[str, Any], base: type, own: list[dict[str, Any]]) -> Any:
+    if not isinstance(text, str):
+        raise _Unsure
+    try:
+        hint = _quick(text, namespace, base.__dict__)
+        if hint is _NOT_QUICK:
+            if not own:
+                own.append(dict(base.__dict__))
+            hint = eval(text, own[0], namespace)  # noqa: S307  # a class's own annotation, as get_type_hints evaluates it
+    except Exception:  # a name no namespace has, or worse: get_type_hints says what
+        raise _Unsure from None
+    if hint is None:
+        return type(None)
+    _check_settled(hint)
+    return hint
+
+
+_NOT_QUICK = object()
+
+
+def _quick(text: str, namespace: dict[str, Any], own: Any) -> Any:
+    """The commonest annotations read without evaluating them: ``Name``, ``Name | None`` and
+    ``Literal['tag']`` (every event's ``type``); ``_NOT_QUICK`` for anything else."""
+    optional = text.endswith(" | None")
+    name = text[:-7] if optional else text
+    if name.isidentifier():
+        if name in namespace:
+            hint = namespace[name]
+        elif name in own:
+            hint = own[name]
+        else:
+            hint = _BUILTIN_TYPES[name]
+        return hint | None if optional else hint
+    if name.startswith("Literal['") and name.endswith("']") and namespace.get("Literal") is Literal \
+            and "'" not in name[9:-2] and "\\" not in name:
+        hint = Literal[name[9:-2]]
+        return hint | None if optional else hint
+    return _NOT_QUICK
+
+
+def _check_settled(hint: Any) -> None:
+    """Raise :class:`_Unsure` when ``hint`` still holds a string or a form ``get_type_hints``
+    would rewrite (``Annotated``, ``ClassVar``, ``Final``, ``InitVar``)."""
+    kind = type(hint)
+    if kind is type or (kind is not types.GenericAlias and issubclass(kind, type)):
+        return  # a class (str, a record, an enum): nothing inside it is left to resolve
+    if isinstance(hint, (str, typing.ForwardRef, dataclasses.InitVar)):  # noqa: UP038  # a tuple is quicker
+        raise _Unsure
+    if isinstance(hint, list):  # the parameters of a Callable
+        for arg in hint:
+            _check_settled(arg)
+        return
+    origin = get_origin(hint)
+    if origin is Literal:
+        return
+    if origin in (typing.Annotated, typing.ClassVar, typing.Final) or hint is typing.ClassVar or hint is typing.Final:
+        raise _Unsure
+    for arg in get_args(hint):
+        if arg is not Ellipsis:
+            _check_settled(arg)
 
 
 # --------------------------------------------------------------------------------------------
@@ -655,6 +755,13 @@ def _value_encoder(tp: Any) -> Callable[[Any], str]:
 
 
 _ENCODERS: dict[type, Callable[[Any], str]] = {}
+GENERATE_AFTER = 8
+"""Uses of a class's encoder after which it is generated: before, a loop over the same field
+list writes the same bytes, so a class written once or twice at start-up (``session_started``)
+compiles nothing, and one written thousands of times a second (``text_delta``) gets the
+straight-line encoder."""
+
+_Plan = tuple[tuple[str, str, Callable[[Any], str]], ...]  # (attribute, ',"key":', value encoder)
 
 
 def to_json(value: Any) -> str:
@@ -662,23 +769,44 @@ def to_json(value: Any) -> str:
     names used, non-ASCII text written as is."""
     encode = _ENCODERS.get(type(value))
     if encode is None:
-        encode = _ENCODERS[type(value)] = _json_encoder(type(value))
+        encode = _ENCODERS[type(value)] = _first_encoder(type(value))
     return encode(value)
 
 
-def _json_encoder(cls: type) -> Callable[[Any], str]:
-    """Generate ``cls``'s encoder: one ``None`` check and one string concatenation per field."""
+def _encoding_plan(cls: type) -> _Plan:
     if not issubclass(cls, Record):
         raise TypeError(f"to_json: {cls.__name__} is not a record")
+    return tuple((spec.name, "," + json.dumps(spec.key) + ":", _value_encoder(unwrap_optional(spec.type)))
+                 for spec in specs(cls) if not spec.internal)
+
+
+def _first_encoder(cls: type) -> Callable[[Any], str]:
+    """``cls``'s encoder for its first uses (:data:`GENERATE_AFTER`), which then installs the
+    generated one."""
+    plan = _encoding_plan(cls)
+    uses = [0]
+
+    def encode(o: Any) -> str:
+        uses[0] += 1
+        if uses[0] == GENERATE_AFTER:
+            _ENCODERS[cls] = _json_encoder(plan)
+        s = ""
+        for name, prefix, value_encoder in plan:
+            v = getattr(o, name)
+            if v is not None:
+                s += prefix + value_encoder(v)
+        return "{" + s[1:] + "}"
+    return encode
+
+
+def _json_encoder(plan: _Plan) -> Callable[[Any], str]:
+    """Generate the encoder of a class's ``plan``: one ``None`` check and one string
+    concatenation per field."""
     env: dict[str, Any] = {}
     lines = ["def encode(o):", "    s = ''"]
-    for i, spec in enumerate(specs(cls)):
-        if spec.internal:
-            continue
-        tp = unwrap_optional(spec.type)
-        env[f"e{i}"] = _value_encoder(tp)
-        prefix = "," + json.dumps(spec.key) + ":"
-        lines += [f"    v = o.{spec.name}", "    if v is not None:", f"        s += {prefix!r} + e{i}(v)"]
+    for i, (name, prefix, value_encoder) in enumerate(plan):
+        env[f"e{i}"] = value_encoder
+        lines += [f"    v = o.{name}", "    if v is not None:", f"        s += {prefix!r} + e{i}(v)"]
     lines.append("    return '{' + s[1:] + '}'")
     exec("\n".join(lines), env)  # generated from the class's own field list, as dataclasses does
     encode: Callable[[Any], str] = env["encode"]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .claude_code.flags import PRINT, UsageProblem, add_dialect_flags, route, settle
 
@@ -37,11 +38,72 @@ EXIT_USAGE = 64  # EX_USAGE: the command line is wrong (2 means "a call was deni
 
 class Parser(argparse.ArgumentParser):
     """argparse with cox's exit code for a usage error (64, not argparse's 2); its sub-parsers
-    are of this class too."""
+    are of this class too.
+
+    ``add_argument`` checks a metavar against ``nargs`` with a fresh help formatter, whose
+    constructor imports ``shutil`` (and with it zlib, bz2 and lzma) and asks the terminal for its
+    width: that check reads no width and changes nothing in the formatter, so one made with a
+    width is shared by every check. Help and usage are formatted as argparse formats them."""
+
+    _checking = False
+    _checkers: dict[Any, argparse.HelpFormatter] = {}
 
     def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._checking:  # the metavar check (see above)
+            checker = self._checkers.get(self.formatter_class)
+            if checker is None:
+                checker = self._checkers[self.formatter_class] = self.formatter_class(prog="cox", width=80)  # type: ignore[call-arg]
+            return checker
+        return super()._get_formatter()
+
+
+class Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """Sub-commands whose parsers are built when the command line names one (:meth:`later`):
+    ``cox run -p`` builds ``run``'s, not the other commands' (~3 ms). Every name is a choice from
+    the start, so usage errors and the command list of ``--help`` read the same."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._later: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {}
+
+    def later(self, name: str, build: Callable[[argparse.ArgumentParser], None], **kwargs: Any) -> None:
+        """``build(add_parser(name, **kwargs))``, done when ``name`` is looked up."""
+        if "help" in kwargs:
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), kwargs.pop("help")))
+        self._name_parser_map[name] = None
+        self._later[name] = (build, kwargs)
+
+    def built(self, name: str) -> argparse.ArgumentParser:
+        """The parser of ``name``, built now if it was left for later."""
+        pending = self._later.pop(name, None)
+        if pending is not None:
+            build, kwargs = pending
+            kwargs.setdefault("prog", f"{self._prog_prefix} {name}")
+            parser = self._parser_class(**kwargs)
+            self._name_parser_map[name] = parser
+            build(parser)
+        return self._name_parser_map[name]  # type: ignore[no-any-return]
+
+    def build_all(self) -> None:
+        for name in list(self._later):
+            self.built(name)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if values and values[0] in self._later:
+            self.built(values[0])
+        super().__call__(parser, namespace, values, option_string)
 
 
 def at_least_one(text: str) -> int:
@@ -71,9 +133,38 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--plain", action="store_true", help="the line-mode surface (for terminals urwid cannot draw, "
                    "screen readers, and pipes)")
     p.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
-    sub = p.add_subparsers(dest="command")
+    # prog: what argparse would compute with a help formatter (the usage before the command)
+    sub = cast(Commands, p.add_subparsers(dest="command", action=Commands, prog="cox"))
+    sub.later("run", _run_flags, help="run one session headless (for scripts)")
+    sub.later("demo", _demo_flags, help="run a full session offline on a bundled scripted model")
+    sub.later("sessions", _sessions_flags, help="list and search stored sessions")
+    sub.later("doctor", _no_flags, help="check keys, config, sandbox, git and tools on this machine")
+    sub.later("stats", _stats_flags, help="spend and cache hits from the usage ledger")
+    sub.later("acp", _acp_flags, help="an Agent Client Protocol agent on stdio (Zed, JetBrains, any ACP client)")
+    sub.later("expand", _expand_flags, help="print an archived tool output")
 
-    run = sub.add_parser("run", help="run one session headless (for scripts)")
+    # These commands bring their own parsers; import them only when they may be asked for, so
+    # `cox run -p` does not pay for them at start-up.
+    # Otherwise each is a bare name, so a usage error lists every command (none of them can be
+    # what runs: a command line that names one builds the real parsers).
+    words = set(sys.argv[1:] if argv is None else argv)
+    helping = bool(words & {"-h", "--help"})
+    if helping or words & EXTRA_COMMANDS.keys():
+        for module in EXTRA_COMMANDS.values():
+            __import__(f"cox.surfaces.{module}", fromlist=["add_parser"]).add_parser(sub)
+    else:
+        for name in EXTRA_COMMANDS:
+            sub.later(name, _no_flags, add_help=False)
+    if helping:  # what a person reads (and tests walk) is every parser as built
+        sub.build_all()
+    return p
+
+
+def _no_flags(parser: argparse.ArgumentParser) -> None:
+    return None
+
+
+def _run_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument("-p", "--prompt", "--print", dest="prompt", nargs="?", const=PRINT,
                      help="the prompt; '-' reads it from stdin (bare -p/--print, as Claude Code's: the prompt follows)")
     run.add_argument("--output-format", choices=["text", "json", "stream-json"], default="text",
@@ -97,44 +188,34 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     add_config_flags(run)  # --mcp-config, --settings, --setting-sources, --add-dir (cox exec's too)
     add_dialect_flags(run)  # Claude Code's dialect (cox.surfaces.claude_code): last, so it sees the others' flags
 
-    demo = sub.add_parser("demo", help="run a full session offline on a bundled scripted model")
+
+def _demo_flags(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--json", action="store_true", help="print stream-json events instead of a transcript")
 
-    sessions = sub.add_parser("sessions", help="list and search stored sessions")
+
+def _sessions_flags(sessions: argparse.ArgumentParser) -> None:
     sessions.add_argument("--grep", metavar="TEXT", help="only sessions whose title or messages contain TEXT")
     sessions.add_argument("--limit", type=at_least_one, default=30, metavar="N", help="at most N sessions (default 30)")
     sessions.add_argument("--json", action="store_true", help="one JSON object per session (with the matching lines)")
 
-    sub.add_parser("doctor", help="check keys, config, sandbox, git and tools on this machine")
 
-    stats = sub.add_parser("stats", help="spend and cache hits from the usage ledger")
+def _stats_flags(stats: argparse.ArgumentParser) -> None:
     period = stats.add_mutually_exclusive_group()
     period.add_argument("--day", action="store_true", help="today, by model (the default)")
     period.add_argument("--month", action="store_true", help="this calendar month, by model")
     period.add_argument("--cache", action="store_true", help="prompt-cache hit ratio per session and model")
     stats.add_argument("--json", action="store_true", help="the same figures as JSON")
 
-    acp = sub.add_parser("acp", help="an Agent Client Protocol agent on stdio (Zed, JetBrains, any ACP client)")
+
+def _acp_flags(acp: argparse.ArgumentParser) -> None:
     for flag, helptext in (("--script", "use the scripted model with this JSON script"), ("--model", MODEL_HELP)):
         acp.add_argument(flag, default=argparse.SUPPRESS, help=helptext)
     acp.add_argument("--permission-mode", choices=PERMISSION_MODES, default=argparse.SUPPRESS, help=PERMISSION_MODE_HELP)
 
-    expand = sub.add_parser("expand", help="print an archived tool output")
+
+def _expand_flags(expand: argparse.ArgumentParser) -> None:
     expand.add_argument("id", help="the archive id a capped tool result names (expand #ID)")
     expand.add_argument("--lines", metavar="A-B", help="only lines A to B (1-based, inclusive)")
-
-    # These commands bring their own parsers; import them only when they may be asked for, so
-    # `cox run -p` does not pay for them at start-up.
-    # Otherwise each is a bare name, so a usage error lists every command (none of them can be
-    # what runs: a command line that names one builds the real parsers).
-    words = set(sys.argv[1:] if argv is None else argv)
-    if words & {*EXTRA_COMMANDS, "-h", "--help"}:
-        for module in EXTRA_COMMANDS.values():
-            __import__(f"cox.surfaces.{module}", fromlist=["add_parser"]).add_parser(sub)
-    else:
-        for name in EXTRA_COMMANDS:
-            sub.add_parser(name, add_help=False)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
@@ -435,8 +434,10 @@ _UUID = lazyre.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 
 
 def _session_id(text: str | None) -> str | None:
+    """A UUID's canonical spelling: what ``str(uuid.UUID(text))`` gives for the one spelling
+    accepted, without importing uuid (and platform with it) for a flag most runs lack."""
     if text is None:
         return None
     if not _UUID.fullmatch(text.strip()):
-        raise FlagError(f"--session-id wants a UUID (like {uuid.UUID(int=0)}), got {text!r}")
-    return str(uuid.UUID(text.strip()))
+        raise FlagError(f"--session-id wants a UUID (like 00000000-0000-0000-0000-000000000000), got {text!r}")
+    return text.strip().lower()

@@ -93,6 +93,20 @@ def test_env_var_table() -> None:
     assert not any(name.startswith(("COX_HOOKS", "COX_MODELS", "COX_MCP_SERVERS")) for name in table)
 
 
+def test_the_table_of_variables_is_built_only_when_one_is_set(cfg: Env) -> None:
+    env_vars.cache_clear()
+    quiet = {"COX_HOME": "/elsewhere", "COX_ELSEWHERE_X": "1", "COX_core_model": "x"}  # no section, lower case
+    config = cfg.load(env=quiet)
+    assert config.core.model == Config().core.model and config.source("core.model") == "default"
+    assert env_vars.cache_info().currsize == 0
+    config = cfg.load(env={**quiet, "COX_MODELS_X": "1", "COX_HOOKS_X": "1"})  # sections without variables
+    assert config.source("core.model") == "default"
+    config = cfg.load(env={**quiet, "COX_CORE_MODEL": "m"})
+    assert config.core.model == "m" and config.source("core.model") == "env:COX_CORE_MODEL"
+    # every variable's section is one the cheap scan looks for
+    assert {name.split("_")[1].lower() for name in env_vars()} <= set(Config.__dataclass_fields__)
+
+
 def test_env_values_are_parsed_by_type(cfg: Env) -> None:
     config = cfg.load(env={
         "COX_HOME": "/elsewhere",  # not a config key: ignored
