@@ -1,4 +1,4 @@
-"""``dataclass`` built cheaply: the class at import, its ``__init__`` on first construction.
+"""``dataclass`` built cheaply: the class at import, its ``__init__`` once it is constructed often.
 
 Why: ``dataclasses.dataclass`` compiles source for ``__init__``, ``__repr__``, ``__eq__`` (and
 ``__hash__``, the order methods, the frozen ``__setattr__``) of every class when its module is
@@ -12,13 +12,16 @@ it: ``__slots__``, ``__dataclass_fields__`` and ``__dataclass_params__`` (so
 the ``__init__`` signature with its defaults, factories and ``__post_init__`` call, ``==``,
 ``repr``, ``hash`` and order as dataclasses defines them, frozen assignment errors, and the
 same definition-time errors (a mutable default, a required field after a defaulted one, frozen
-mixed with non-frozen bases). It compiles nothing at import: ``__init__`` is generated the
-first time the class is constructed; the other methods are shared functions that read the field
-list. The Field objects are made directly; dataclasses' ClassVar/InitVar detection (a regex and
-a module lookup per string annotation) runs only for an annotation whose text names one, so a
-module alias of ``ClassVar`` (``CV = ClassVar``; ``x: CV``) is a field here. Not supported (a ``TypeError`` says so): ``InitVar``. Two differences: a class without a
+mixed with non-frozen bases). It compiles nothing at import: ``==``, ``repr``, ``hash`` and
+order are shared functions that read the field list, and so is ``__init__`` for a class's first
+:data:`INTERPRETED_CONSTRUCTIONS` constructions; only a class constructed more often gets the
+generated ``__init__``. The Field objects are made directly; dataclasses' ClassVar/InitVar
+detection (a regex and a module lookup per string annotation) runs only for an annotation whose
+text names one, so a module alias of ``ClassVar`` (``CV = ClassVar``; ``x: CV``) is a field
+here. Not supported (a ``TypeError`` says so): ``InitVar``. Two differences: a class without a
 docstring keeps ``__doc__`` ``None`` (dataclasses computes one with ``inspect.signature``), and
-``inspect.signature`` of a class not yet constructed shows ``(*args, **kwargs)``.
+``inspect.signature`` of a class constructed fewer than :data:`INTERPRETED_CONSTRUCTIONS` times
+shows ``(*args, **kwargs)``.
 """
 
 from __future__ import annotations
@@ -309,13 +312,64 @@ def _check_order(fields: dict[str, dataclasses.Field[Any]]) -> None:
             seen_default = True
 
 
+INTERPRETED_CONSTRUCTIONS = 8
+"""How many times a class is constructed by the field-list loop before its ``__init__`` is
+compiled (most classes on the way to the first request are made once or twice: a compile, ~0.1
+ms each, would cost more than all of their constructions)."""
+
+
 def _first_init(cls: type, frozen: bool, slots: bool) -> Callable[..., None]:
+    """The stand-in ``__init__``: the first :data:`INTERPRETED_CONSTRUCTIONS` constructions set
+    the fields from the field list, as the generated code would; after those, or at once for any
+    call the loop does not handle plainly (too many arguments, an unknown or repeated keyword, a
+    required field missing), the generated ``__init__`` replaces it and runs, so its errors are
+    the ones dataclasses' raises."""
+    plan: tuple[tuple[str, ...], frozenset[str], tuple[tuple[str, bool, Any, Any], ...], bool] | None = None
+    uses = 0
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal plan, uses
+        uses += 1
+        if uses <= INTERPRETED_CONSTRUCTIONS:
+            if plan is None:
+                plan = _plan(cls, slots)
+            positional, accepted, steps, post_init = plan
+            if len(args) <= len(positional) and accepted.issuperset(kwargs) \
+                    and not any(name in kwargs for name in positional[:len(args)]):
+                given = dict(zip(positional, args, strict=False))  # the rest by keyword or default
+                given.update(kwargs)
+                put = object.__setattr__ if frozen else setattr
+                for name, takes, default, factory in steps:
+                    if takes and name in given:
+                        put(self, name, given[name])
+                    elif factory is not _MISSING:
+                        put(self, name, factory())
+                    elif default is not _MISSING:
+                        put(self, name, default)
+                    else:
+                        break  # a required field is missing: the generated code says so
+                else:
+                    if post_init:
+                        self.__post_init__()
+                    return
         init = make_init(cls, frozen, slots)
         setattr(cls, "__init__", init)  # noqa: B010  # replaces this very function
         init(self, *args, **kwargs)
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
+
+
+def _plan(cls: type, slots: bool) -> tuple[tuple[str, ...], frozenset[str], tuple[tuple[str, bool, Any, Any], ...], bool]:
+    """What :func:`make_init`'s code does, as data: the positional parameters, every parameter,
+    and per field set (in field order) its name, whether a parameter gives it, its default and
+    its factory; and whether ``__post_init__`` runs."""
+    fields: dict[str, dataclasses.Field[Any]] = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    steps = []
+    for f in fields.values():
+        if f.init or f.default_factory is not _MISSING or (f.default is not _MISSING and slots):
+            steps.append((f.name, f.init, f.default, f.default_factory))
+    positional = tuple(f.name for f in fields.values() if f.init and not f.kw_only)
+    return positional, frozenset(f.name for f in fields.values() if f.init), tuple(steps), hasattr(cls, "__post_init__")
 
 
 class _Factory:

@@ -33,7 +33,8 @@ def test_the_class_is_the_dataclass_one() -> None:
     assert cheap.__match_args__ == real.__match_args__
     assert cheap.k == 3 and dataclasses.is_dataclass(cheap)
     x, y = cheap(1), real(1)
-    assert str(inspect.signature(type(x).__init__)) == str(inspect.signature(type(y).__init__))  # the first call made it
+    compile_init(cheap)
+    assert str(inspect.signature(type(x).__init__)) == str(inspect.signature(type(y).__init__))
     assert (x.a, x.b, x.c) == (y.a, y.b, y.c) == (1, "x", [])
     assert x.c is not cheap(2).c  # the factory runs per instance
     assert repr(x) == repr(y) == "P(a=1, b='x', c=[])"
@@ -52,7 +53,13 @@ def test_the_definition_errors_are_the_dataclass_ones() -> None:
         slim.dataclass(type("O", (), {"__annotations__": {"a": "int", "b": "int"}, "a": 1, "__module__": __name__}))
 
 
-def test_nothing_is_compiled_until_the_first_construction() -> None:
+def compile_init(cls: type[Any]) -> None:
+    """Constructs ``cls`` until its ``__init__`` is the generated one (its fields all default)."""
+    for _ in range(slim.INTERPRETED_CONSTRUCTIONS + 1):
+        cls(1)
+
+
+def test_nothing_is_compiled_until_a_class_is_constructed_often() -> None:
     @record
     class Late(Record):
         n: int = 1
@@ -61,10 +68,57 @@ def test_nothing_is_compiled_until_the_first_construction() -> None:
 
     first = Late.__init__
     assert first.__code__.co_varnames[:3] == ("self", "args", "kwargs")  # the stub, not generated code
-    assert Late(n=2).n == 2 and Late.__init__ is not first
+    made = [Late(n=k) for k in range(slim.INTERPRETED_CONSTRUCTIONS)]
+    assert [x.n for x in made] == list(range(slim.INTERPRETED_CONSTRUCTIONS)) and Late.__init__ is first
+    assert made[0].tags == [] and made[0].tags is not made[1].tags  # the factory runs per instance
+    assert Late(n=2).n == 2 and Late.__init__ is not first  # the next one compiled it
+    assert Late.__init__.__code__.co_varnames[:2] == ("self", "n")
     with pytest.raises(TypeError):
         Late(2)  # type: ignore[misc]  # keyword-only, like dataclass(kw_only=True)
     assert Late.kind == "late" and Late().tags == []
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((1,), {}), ((1, "y"), {}), ((), {"a": 1}), ((1,), {"c": [2]}), ((), {"a": 1, "b": "z", "c": [3]}),
+    ((1, "y", [4]), {}),
+    # the ones the loop hands to the generated code, so their errors are its errors
+    ((), {}), ((1, "y", [4], 5), {}), ((1,), {"a": 2}), ((1,), {"nope": 2}), ((1,), {"n": 2}),
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS_AT_CONSTRUCTION := [{}, {"frozen": True, "slots": True},
+                                                                {"slots": True}, {"frozen": True}],
+                         ids=lambda o: ",".join(o) or "plain")
+def test_the_first_constructions_set_what_the_generated_init_sets(options: dict[str, Any]) -> None:
+    """Each call of CALLS, as a class's first construction (interpreted) and as a construction
+    of a class whose ``__init__`` is compiled: the same fields, or the same error."""
+    def outcome(cls: type[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            x = cls(*args, **kwargs)
+        except TypeError as exc:
+            return ("error", str(exc).replace(cls.__qualname__, "C"))
+        return [(f.name, getattr(x, f.name, "unset")) for f in dataclasses.fields(cls)] + [x.seen]
+
+    def make() -> type[Any]:
+        ns: dict[str, Any] = {"__annotations__": {"a": "int", "b": "str", "c": "list[int]", "n": "int"},
+                              "b": "x", "c": dataclasses.field(default_factory=list),
+                              "n": dataclasses.field(default=7, init=False),
+                              "__post_init__": lambda self: object.__setattr__(self, "seen", (self.a, self.b)),
+                              "__module__": __name__, "__qualname__": "C"}
+        if options.get("slots"):
+            ns["__annotations__"]["seen"] = "tuple[int, str]"
+            ns["seen"] = dataclasses.field(default=(0, ""), init=False)
+        return slim.dataclass(**options)(type("C", (), ns))
+
+    compiled = make()
+    compile_init(compiled)
+    for args, kwargs in CALLS:
+        fresh = make()
+        assert outcome(fresh, args, kwargs) == outcome(compiled, args, kwargs), (args, kwargs)
+    interpreted = make()
+    for args, kwargs in CALLS[:6]:
+        assert outcome(interpreted, args, kwargs) == outcome(compiled, args, kwargs), (args, kwargs)
+    assert interpreted.__init__.__code__.co_varnames[:3] == ("self", "args", "kwargs")  # never compiled
 
 
 def test_the_protocol_classes_are_unchanged() -> None:
@@ -126,6 +180,8 @@ def behaviour(cls: Any) -> list[Any]:
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(o) or "plain")
 def test_every_option_behaves_as_dataclasses_does(options: dict[str, Any]) -> None:
     real, cheap = shapes(options)
+    for _ in range(slim.INTERPRETED_CONSTRUCTIONS):
+        cheap(a=0)  # the signature is the generated __init__'s
     assert behaviour(cheap) == behaviour(real)
 
 
