@@ -101,3 +101,10 @@ def test_listing_the_tools_imports_none_and_a_check_imports_only_its_tool() -> N
     assert "cox.actors.tools.files" in checked and "cox.actors.tools.bash" not in checked
     assert "cox.actors.tools.navigate" not in checked
 
+
+def test_what_else_a_surface_asks_of_an_entry_is_its_tools() -> None:
+    bash = builtin_tools()["bash"]
+    assert isinstance(bash, LazyTool) and not bash.resolved
+    assert callable(bash._prepare)  # cox acp's terminal runs bash's own preparation
+    assert bash.resolved
+

@@ -33,8 +33,8 @@ __all__ = ["LazyTool", "agent_tools", "builtin_tools", "deferred_builtin_tools",
 class LazyTool(BaseTool):
     """A built-in tool known by its spec until a call needs the tool: then its class is imported
     and made with ``args`` once (thread-safe: a call is admitted on the session's thread and runs
-    on its own), and every method is the tool's. ``description``: the session's own words for a
-    tool whose description depends on it (the agent types, the skills, what waits for
+    on its own), and every method and attribute is the tool's. ``description``: the session's own
+    words for a tool whose description depends on it (the agent types, the skills, what waits for
     ``tool_search``); the tool made from ``args`` must say the same."""
 
     def __init__(self, entry: Spec, *args: Any, description: str | None = None) -> None:
@@ -82,6 +82,12 @@ class LazyTool(BaseTool):
 
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         return self.resolve().call(call, env)
+
+    def __getattr__(self, name: str) -> Any:
+        """Anything else is the tool's own (``cox acp``'s terminal runs bash's ``_prepare``)."""
+        if name.startswith("__") or name in ("entry", "_args", "_lock", "_tool"):
+            raise AttributeError(name)  # the protocols copy and pickle probe, or not made yet
+        return getattr(self.resolve(), name)
 
     def __repr__(self) -> str:
         return f"LazyTool({self.entry.impl}{'' if self._tool is None else ', made'})"
