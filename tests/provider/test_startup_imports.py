@@ -169,4 +169,3 @@ def test_start_up_runs_no_garbage_collection_and_freezes_what_it_built(tmp_path:
     assert collections == 0, f"{collections} garbage collections ran before the session was open"
     assert enabled, "the collector stayed off once the session was open"
     assert frozen > 10_000, f"only {frozen} objects were frozen out of later collections"
-
