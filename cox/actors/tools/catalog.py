@@ -39,6 +39,8 @@ class Spec:
         return f"Spec({self.name!r})"
 
 
+# --- parts several entries share -----------------------------------------------------------------
+
 APPLY_PATCH_DESCRIPTION = """\
 Change files with a patch in the format below: edits to existing files, new files, deletions \
 and renames, across several files in one call. Prefer it to write for existing files, and to \
@@ -77,7 +79,7 @@ POSITION_SCHEMA: dict[str, Any] = {
     "required": ["path", "line", "col"],
     "additionalProperties": False,
 }
-
+"""``definition``, ``references`` and ``rename_symbol`` take a position."""
 
 _ONE_EDIT = {
     "old_string": {"type": "string",
@@ -88,6 +90,8 @@ _ONE_EDIT = {
 }
 TODO_STATUSES = ("pending", "in_progress", "completed")
 
+
+# --- the tools of every session (``registry.builtin_tools``) ---------------------------------------
 
 READ = Spec(
     "files:ReadTool", "read",
@@ -389,6 +393,8 @@ DIAGNOSTICS = Spec(
     parallel=True,
 )
 
+# --- the subagent tools and the skill tool, for a session that has them ----------------------------
+
 AGENT = Spec(
     "agent:AgentTool", "agent",
     description="",
@@ -473,6 +479,8 @@ SKILL = Spec(
     },
     parallel=True,
 )
+
+# --- deferred: found through tool_search (``registry.deferred_builtin_tools``) ---------------------
 
 WORK_GRAPH = Spec(
     "work_graph:WorkGraphTool", "run_agent_work_graph",
