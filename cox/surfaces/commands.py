@@ -240,7 +240,7 @@ def session_tools(app: Any, prep: Prepared, *,
     tools = _tools()
     tools.update(session_skills(prep))
     if prep.settings.max_agent_depth > 0:  # the agent tools, with the types this folder has
-        from cox.actors.tools.agent import agent_tools
+        from cox.actors.tools.registry import agent_tools
         from cox.agents.defs import load_agents
 
         s = prep.settings
@@ -252,11 +252,16 @@ def session_tools(app: Any, prep: Prepared, *,
             print(f"cox: warning: {sanitize(warning)}", file=sys.stderr)
         prep.config.warnings.extend(agents.warnings)
         tools.update(agent_tools({name: d.description for name, d in agents.defs.items()}))
-    from cox.actors.mcp.config import load_servers
+    from cox.actors.mcp import server_files
 
     extra = prep.flags
-    servers = {**load_servers(prep.config.mcp, prep.cwd, flagged=extra.mcp if extra else None,
-                              strict=bool(extra and extra.strict_mcp)), **prep.extra_mcp}
+    servers = dict(prep.extra_mcp)
+    if (prep.config.mcp.servers or (extra and extra.mcp)
+            or any(f.exists() for f in server_files(prep.cwd, Path.home()))):  # else none is declared anywhere
+        from cox.actors.mcp.config import load_servers
+
+        servers = {**load_servers(prep.config.mcp, prep.cwd, flagged=extra.mcp if extra else None,
+                                  strict=bool(extra and extra.strict_mcp)), **prep.extra_mcp}
     builtin_deferred: dict[str, BaseTool] = {}
     if prep.settings.max_agent_depth > 0:  # work graphs of agents, behind tool_search
         from cox.actors.tools.registry import deferred_builtin_tools
@@ -301,7 +306,7 @@ def session_tools(app: Any, prep: Prepared, *,
 def session_skills(prep: Prepared) -> dict[str, BaseTool]:
     """The skills of this user and workspace (``cox.agents.skills``), kept on ``prep`` for the
     surfaces where the person names one, and the ``skill`` tool when there is any."""
-    from cox.actors.tools.skill import skill_tools
+    from cox.actors.tools.registry import skill_tools
     from cox.agents.skills import load_skills
     from cox.policy.sanitize import sanitize
 

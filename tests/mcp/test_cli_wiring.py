@@ -58,3 +58,24 @@ def test_doctor_reports_each_server(tmp_path: Path, cox_home: Path):
     assert f"not trusted; run: cox mcp trust repo (from {tmp_path / '.mcp.json'}; not started)" in p.stdout
     assert "mcp server 'repo': ignored 'sandbox'" in p.stdout
     assert not marker.exists()
+
+
+def test_servers_only_the_claude_json_and_the_project_name_reach_cox_run(tmp_path: Path, cox_home: Path):
+    # No server in cox's config: the run reads ~/.claude.json and .mcp.json because they exist
+    # (a run with neither does not import the MCP config code at all).
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / ".claude.json").write_text(json.dumps({"mcpServers": {
+        "fromclaude": {"command": sys.executable, "args": [str(SERVER)]}}}))
+    (ws / ".mcp.json").write_text(json.dumps({"mcpServers": {"repo": {"command": sys.executable,
+                                                                      "args": [str(SERVER)]}}}))
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"replies": [{"text": "ok"}]}))
+    env = {**os.environ, "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "cox.surfaces.cli", "run", "--script", str(script), "-p", "hi",
+                        "--output-format", "stream-json"], cwd=ws, env=env, capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stderr
+    started = json.loads(p.stdout.splitlines()[0])
+    states = {s["name"]: s["status"] for s in started["mcp_servers"]}
+    assert states["fromclaude"] == "ready" and "mcp__fromclaude__echo" in started["tools"]
+    assert "repo" in states and states["repo"] != "ready"  # a repository's server waits for cox mcp trust

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.provider import COX_CPU_PROBE
 from tests.provider.loopback import Loopback, Reply
 from tests.provider.test_anthropic_session import message
 
@@ -52,6 +53,44 @@ def test_a_headless_run_imports_nothing_heavy(tmp_path: Path) -> None:
     assert heavy == []
     light = sorted(modules & OFF_THE_PATH)
     assert light == [], f"imported on the way to the first request, though nothing there needs them: {light}"
+
+
+# The first request carries only the tools' specs (cox.actors.tools.catalog): no tool's
+# implementation, no LSP or MCP module, no subagent machinery is imported before it leaves.
+# Stopped where bench/provider.py's CPU probe stops: when the transport sends the first request.
+
+AT_FIRST_REQUEST = """
+import os, sys
+def listed_exit(code, exit=os._exit):
+    print("AT_FIRST_REQUEST " + " ".join(sorted(m for m in sys.modules if m.startswith("cox."))),
+          file=sys.stderr, flush=True)
+    exit(code)
+os._exit = listed_exit
+""" + COX_CPU_PROBE
+
+TOOLS_AT_START = {"cox.actors.tools", "cox.actors.tools.base", "cox.actors.tools.catalog",
+                  "cox.actors.tools.registry", "cox.actors.tools.spelling"}
+"""The tool modules the first request needs: the definition of a tool, the specs, the registry,
+and Claude Code's names of the tools (``cox.agents.defs`` reads agent files with them; the agent
+types are listed in the first request)."""
+TOOL_CODE = ("cox.actors.tools.", "cox.actors.lsp", "cox.actors.mcp.", "cox.agents.runner", "cox.agents.graph",
+             "cox.agents.evidence")
+
+
+def test_the_first_request_imports_no_tool_implementation(tmp_path: Path) -> None:
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env.update(COX_HOME=str(home), HOME=str(tmp_path), ANTHROPIC_API_KEY="sk-test",
+               ANTHROPIC_BASE_URL="http://127.0.0.1:9")  # never reached: the probe stops at the send
+    out = subprocess.run([sys.executable, "-c", AT_FIRST_REQUEST, "run", "-p", "hi"], cwd=ws, env=env,
+                         capture_output=True, text=True, timeout=60, check=False)
+    line = next((x for x in out.stderr.splitlines() if x.startswith("AT_FIRST_REQUEST")), None)
+    assert line is not None, out.stderr[-2000:]
+    modules = set(line.split()[1:])
+    assert {"cox.actors.session.actor", "cox.actors.tools.registry"} <= modules  # the tools were set up: the table is real
+    code = sorted(name for name in modules - TOOLS_AT_START if name.startswith(TOOL_CODE))
+    assert code == [], f"imported before the first request, though it carries only the tools' specs: {code}"
 
 
 # Every cox class on the way to the first request is built by cox.slim, which compiles nothing

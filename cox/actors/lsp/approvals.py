@@ -15,21 +15,13 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cox.actors.session.messages import AskWrites
 from cox.protocol.types import Decision, Risk, ToolCall
-from cox.slim import dataclass
 
 if TYPE_CHECKING:
     import concurrent.futures
 
 __all__ = ["AskWrites", "WriteApprovals"]
-
-
-@dataclass(frozen=True)
-class AskWrites:
-    """To the session actor: show this approval (emit it, on the actor's thread)."""
-
-    call: ToolCall
-    reason: str
 
 
 class WriteApprovals:

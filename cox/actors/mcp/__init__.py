@@ -24,6 +24,7 @@ live definition before it runs (a changed one is refused).
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 # Lazy (PEP 562): ``cox.actors.mcp.config`` is read on every run to learn whether any server is
@@ -33,7 +34,14 @@ _WHERE = {"McpServerSpec": "config", "Origin": "config", "load_servers": "config
           "start_mcp": "supervisor", "McpTool": "tool", "TrustState": "trust", "TrustStore": "trust",
           "resource_tools": "resources", "ToolCache": "cache", "ToolDef": "cache"}
 
-__all__ = sorted(_WHERE)
+__all__ = sorted([*_WHERE, "server_files"])
+
+
+def server_files(cwd: Path, home: Path) -> tuple[Path, Path]:
+    """The files besides cox's config that may declare servers (``config.load_servers`` reads
+    them): the project's ``.mcp.json`` and ``~/.claude.json``. Where neither exists and nothing
+    else names a server, a session does not import ``config`` at all."""
+    return Path(cwd) / ".mcp.json", home / ".claude.json"
 
 
 def __getattr__(name: str) -> Any:

@@ -170,15 +170,17 @@ def load_servers(mcp: McpConfig, cwd: Path, *, home: Path | None = None,
     servers: dict[str, McpServerSpec] = dict(flagged or {})
     if strict:
         return servers
+    from . import server_files
+
     home = Path.home() if home is None else home
-    project_path = Path(cwd) / ".mcp.json"
+    project_path, claude_path = server_files(cwd, home)
     project = _read_json(project_path)
-    claude = _read_json(home / ".claude.json")
+    claude = _read_json(claude_path)
     layers = [
         {n: McpServerSpec.from_config(n, c, Origin.USER, "your cox config") for n, c in mcp.servers.items()
          if _valid_name(n)},
         parse_servers(claude.get("mcpServers") if isinstance(claude, dict) else None, Origin.CLAUDE,
-                      str(home / ".claude.json")),
+                      str(claude_path)),
         parse_servers(project.get("mcpServers") if isinstance(project, dict) else None, Origin.PROJECT,
                       str(project_path)),
     ]

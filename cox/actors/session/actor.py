@@ -24,17 +24,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from cox.actors.lsp.approvals import AskWrites, WriteApprovals
-from cox.actors.lsp.pool import LspPool
 from cox.actors.provider.stream import ProviderStreamActor
 from cox.actors.store import messages as sm
-from cox.actors.tools.base import BaseTool, DeferredTool, ToolEnv, ToolServices
-from cox.actors.tools.call_actor import ToolCallActor
+from cox.actors.tools.base import BaseTool, ToolEnv
 from cox.log import get_logger
 from cox.protocol import messages as m
 from cox.protocol.interfaces import Hook, Provider
@@ -52,6 +48,7 @@ from .ports import MachinePorts
 from .recorder import Recorder
 from .recorder import Sink as Sink
 from .resume import Rebuilt
+from .services import SessionServices
 from .settings import SessionSettings as SessionSettings
 from .turn_runtime import TurnRuntime
 
@@ -66,11 +63,7 @@ class SessionActor(CoxActor):
                  resumed: Rebuilt | None = None, hooks: Hook | None = None,
                  deferred: dict[str, BaseTool] | None = None, lineage: Lineage | None = None) -> None:
         super().__init__()
-        from cox.actors.mcp.elicitation import ElicitationBroker
-        from cox.actors.tools.jobs import Jobs
         from cox.actors.tools.registry import specs
-        from cox.actors.tools.shell_env import SessionTmp
-        from cox.policy.sandbox import read_deny_patterns
 
         from .checkpointing import SessionCheckpoints
         from .dedup import ReadCache
@@ -83,9 +76,6 @@ class SessionActor(CoxActor):
         self.store = store
         self.holder = holder
         self.hooks = hooks
-        self.jobs = Jobs()
-        self.tmp = SessionTmp(settings.session_id)
-        self.lsp, self.write_approvals = LspPool.for_session(settings), WriteApprovals(self)  # start nothing
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints, store)
@@ -94,23 +84,12 @@ class SessionActor(CoxActor):
         # parent's record, which is.
         self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn,
                                  durable=lineage is None or lineage.depth == 0)
-        self.broker = ElicitationBroker(self.recorder.emit, lambda: self.actor_ref, self._open_url)
         self.lineage = lineage or Lineage(0, Purse())
         self.lazy_agents = LazyAgents(self._make_agents)  # made when a tool first starts an agent
         self.turns: dict[int, TurnRuntime] = {}
         self.children: dict[tuple[str, int, Any], pykka.ActorRef[Any]] = {}
-        deferred = dict(deferred or {})
-        # The session's services, for every call (typed and read-only: tools answer in their results).
-        self.tool_services = ToolServices(
-            sandbox_mode=settings.sandbox_mode, writable_roots=tuple(settings.writable_roots),
-            network=settings.network, jobs=self.jobs, archive=self._archive_put,
-            deferred_tools=tuple(DeferredTool(t.name, t.description) for t in deferred.values()),
-            ask=self.broker.ask_from_thread, session_tmp=self.tmp, agents=self.lazy_agents,
-            read_deny=tuple(read_deny_patterns(getattr(engine, "deny", ()))),
-            cox_home=settings.cox_home, env_keep=tuple(settings.env_keep), lsp=self.lsp,
-            approve_writes=self.write_approvals.approve,
-        )
-        self.deferred = deferred
+        self.deferred = deferred = dict(deferred or {})
+        self.services = SessionServices(self, deferred)  # each made on its first need (services.py)
         if resumed is not None:  # the deferred tools it had loaded are loaded again, as before the resume
             from cox.actors.tools.deferral import used_in
 
@@ -151,11 +130,8 @@ class SessionActor(CoxActor):
         self.lazy_agents.close_all()
         getattr(self.hooks, "close", lambda: None)()
         self.checkpoints.close()
-        self.write_approvals.cancel_all()
-        self.lsp.close()
-        if stopped := self.jobs.stop_all():
+        if stopped := self.services.release():
             log.info("stopped background jobs", session=self.s.session_id, count=stopped)
-        self.tmp.remove()
 
     def on_stop(self) -> None:
         self._apply(self.machine.closing_down())
@@ -198,9 +174,9 @@ class SessionActor(CoxActor):
                     self.recorder.emit(event, line)
             case m.Approve() if self.lazy_agents.made is not None and self.lazy_agents.made.route(message):
                 pass  # a subagent's call: the child has the answer
-            case m.Approve() if self.write_approvals.route(message):
+            case m.Approve() if self.services.route(message):
                 pass  # the files a running rename_symbol writes (lsp/approvals.py)
-            case AskWrites():
+            case fx.AskWrites():
                 self.recorder.emit(m.ApprovalRequired(call=message.call, reason=message.reason))
             case m.Interrupt():
                 if self.lazy_agents.made is not None:
@@ -215,13 +191,13 @@ class SessionActor(CoxActor):
                     self.recorder.emit(m.ErrorEvent(message=message.sentence))
                     self._apply(self.machine.on(message))
             case fx.Elicit():
-                self.broker.elicit(message.request, message.reply, self.machine.accepting_questions())
+                self.services.broker().elicit(message.request, message.reply, self.machine.accepting_questions())
             case fx.QuestionGone():
-                self.broker.gone(message.did)
+                self.services.broker().gone(message.did)
             case fx.UrlNotOpened():
-                self.broker.url_not_opened(message.source, message.url, message.why)
+                self.services.broker().url_not_opened(message.source, message.url, message.why)
             case m.Answer():
-                self.broker.answer(message)
+                self.services.broker().answer(message)
             case fx.Reap():
                 from cox.actors.tools.bash import reap, reap_strays
 
@@ -265,7 +241,7 @@ class SessionActor(CoxActor):
                     self._say(said)
                     self._apply(effect.then(done))
                 case fx.CloseQuestions():
-                    self.broker.cancel_all(effect.reason)
+                    self.services.close_questions(effect.reason)
                 case fx.Stop():
                     self.stop()
                 case _:
@@ -332,6 +308,8 @@ class SessionActor(CoxActor):
             if checkpoint is not None:
                 env.checkpoint = checkpoint
         key = ("call", effect.gen, call.id)
+        from cox.actors.tools.call_actor import ToolCallActor  # with the first call, as the tool's own module
+
         ref = self._spawn(key, lambda: ToolCallActor.start(
             self.tools[call.name], call, env, self.actor_ref, effect.gen, self._archive_put, self.s.limits))
         self.children[key] = ref
@@ -346,7 +324,7 @@ class SessionActor(CoxActor):
             processes=runtime.processes if runtime else [],
             output=lambda chunk: me.tell(fx.ToolOutput(gen, call.id, chunk)),
             bash_timeout_s=self.s.bash_timeout_s, bash_max_timeout_s=self.s.bash_max_timeout_s, home=self.s.home,
-            services=replace(self.tool_services, loaded=frozenset(n for n in self.deferred if n in self.tools)),
+            services=self.services.tool_services(),
             reads=self.engine.read_guard() if hasattr(self.engine, "read_guard") else None,
         )
 

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cox.actors.store import messages as sm
-from cox.actors.tools.spelling import as_called, as_cox_call
 from cox.policy.redact import scrub
 from cox.protocol import messages as m
 from cox.protocol.types import Decision, PermissionMode, Risk, StopReason, ToolCall, ToolResult
@@ -588,6 +587,8 @@ class TurnMachine:
         turn.batch = Batch()
         turn.denied_by_user = False
         prepared: list[tuple[ToolCall, ToolResult | None]] = []
+        from cox.actors.tools.spelling import as_cox_call  # with the first call (not on the start-up path)
+
         for block in uses:
             call = as_cox_call(block)  # Claude Code's spelling (Bash, file_path…) runs as cox's tool
             early: ToolResult | None = None
@@ -681,6 +682,8 @@ class TurnMachine:
 
     def _replace_call(self, turn: Turn, call: ToolCall) -> None:
         turn.batch.replace(call)
+        from cox.actors.tools.spelling import as_called
+
         for msg in reversed(self.history):
             if msg["role"] != "assistant":
                 continue

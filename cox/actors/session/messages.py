@@ -4,8 +4,9 @@ Two vocabularies, both typed and matched with ``match`` (no tuples routed by nam
 
 - **Messages** come in: from the turn's stream actor (``Stream*``), its tool-call actors
   (``ToolOutput``, ``ToolDone``), the supervisor link (``ChildExit``), the watchdog timer, the
-  store (``StorageFailed``), an MCP server's elicitation (``Elicit``, ``QuestionGone``), a timer
-  of the reaper (``Reap``). Submissions (``cox.protocol.messages``) come in too.
+  store (``StorageFailed``), an MCP server's elicitation (``Elicit``, ``QuestionGone``), a
+  rename's files to approve (``AskWrites``), a timer of the reaper (``Reap``). Submissions
+  (``cox.protocol.messages``) come in too.
 - **Effects** go out of the :class:`~cox.actors.session.machine.TurnMachine`: the actor
   interprets each, in order. An effect that needs an answer carries ``then``, the continuation
   the interpreter calls with it; what it returns is interpreted next, before the effects that
@@ -119,6 +120,15 @@ class UrlNotOpened:
     source: str
     url: str
     why: str
+
+
+@dataclass(frozen=True, slots=True)
+class AskWrites:
+    """From a running rename_symbol (``cox.actors.lsp.approvals``): show this approval of the
+    files it would write (emit it, on the session's thread)."""
+
+    call: ToolCall
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

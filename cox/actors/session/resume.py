@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from cox.actors.tools.spelling import as_called
 from cox.slim import dataclass
 
 from .history import result_block, user_text
@@ -58,6 +57,8 @@ def rebuild(events: list[dict[str, Any]]) -> Rebuilt:
             call = ev.get("call", {})
             labels[str(call.get("id"))] = f"{call.get('name', '')} {call.get('subject', '')}".strip()
         elif kind == "tool_call_edited":  # the person edited the input at approval: the model was told that
+            from cox.actors.tools.spelling import as_called
+
             call = ev.get("call", {})
             labels[str(call.get("id"))] = f"{call.get('name', '')} {call.get('subject', '')}".strip()
             for msg in reversed(out.history):

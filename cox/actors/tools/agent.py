@@ -18,7 +18,9 @@ from typing import Any
 
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError
+from .registry import agent_tools as agent_tools  # the session's set of the four: lazy entries
 
 
 def _runner(env: ToolEnv) -> Any:
@@ -29,42 +31,10 @@ def _runner(env: ToolEnv) -> Any:
 
 
 class AgentTool(BaseTool):
-    name = "agent"
-    parallel = True
-    required = ("description", "prompt")
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "description": {"type": "string", "description": "the task in 3-5 words (shown in the agent list)"},
-            "prompt": {"type": "string", "description": "the whole task, self-contained: the agent sees nothing of "
-                                                        "this conversation"},
-            "subagent_type": {"type": "string",
-                              "description": "one of the agent types listed above (default general-purpose)"},
-            "run_in_background": {"type": "boolean",
-                                  "description": "return at once with the agent's id; agent_wait gets its report"},
-            "isolation": {"type": "string", "enum": ["worktree"],
-                          "description": "worktree: the agent works in a git worktree of its own (it asks the user "
-                                         "first; refused in plan mode)"},
-            "model": {"type": "string", "description": "cheap, main, think, or a model id (default: its type's)"},
-        },
-        "required": ["description", "prompt"],
-        "additionalProperties": False,
-    }
+    spec = catalog.AGENT
 
     def __init__(self, types: dict[str, str] | None = None) -> None:
-        kinds = types or {"general-purpose": "does a task end to end with every tool",
-                          "explore": "reads the code and reports what it found (read-only)"}
-        listed = "\n".join(f"- {name}: {what}" for name, what in sorted(kinds.items()))
-        self.description = (
-            "Start a subagent on one task and return its final report. A subagent is a session of its own, "
-            "with its own context and tools, and only its report comes back, so your own context stays small. "
-            "It sees nothing of this conversation: the prompt must give the goal, what you already know, the "
-            "files involved, and what the report must contain. Use explore for broad searches and questions "
-            "that take many reads (it changes nothing); use general-purpose for a separable piece of work. Do "
-            "not start one for a single search or read you can make yourself. Several agent calls in one step "
-            "run at the same time. With run_in_background the call returns at once with the agent's id: go on "
-            "working, then collect the report with agent_wait; agent_send steers the agent and agent_close "
-            "stops it. A subagent cannot start agents of its own. The agent types:\n" + listed)
+        self.description = catalog.agent_description(types)
 
     def check(self, call_input: dict[str, Any]) -> None:
         super().check(call_input)
@@ -107,20 +77,7 @@ class AgentTool(BaseTool):
 
 
 class AgentWaitTool(BaseTool):
-    name = "agent_wait"
-    description = ("Wait for background agents (by the ids agent returned) and return the report of each one "
-                   "that finished within timeout seconds (default 300); the others are listed as still running, "
-                   "and you can wait for them again. Do your own work first, then wait.")
-    parallel = True
-    required = ("ids",)
-    input_schema = {
-        "type": "object",
-        "properties": {"ids": {"type": "array", "items": {"type": "string"},
-                               "description": "the ids of the background agents to wait for"},
-                       "timeout": {"type": "number", "description": "seconds to wait at most (default 300)"}},
-        "required": ["ids"],
-        "additionalProperties": False,
-    }
+    spec = catalog.AGENT_WAIT
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
@@ -147,19 +104,7 @@ class AgentWaitTool(BaseTool):
 
 
 class AgentSendTool(BaseTool):
-    name = "agent_send"
-    description = ("Send a message to a background agent by its id: it reads it at its next step, or, if it had "
-                   "finished, starts a new turn with it (agent_wait then gets the new report). Use it to correct "
-                   "course or add what the agent needs to know.")
-    parallel = True
-    required = ("id", "text")
-    input_schema = {
-        "type": "object",
-        "properties": {"id": {"type": "string", "description": "the agent's id"},
-                       "text": {"type": "string", "description": "the message"}},
-        "required": ["id", "text"],
-        "additionalProperties": False,
-    }
+    spec = catalog.AGENT_SEND
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
@@ -170,17 +115,7 @@ class AgentSendTool(BaseTool):
 
 
 class AgentCloseTool(BaseTool):
-    name = "agent_close"
-    description = ("Stop a background agent by its id, when its work is no longer needed. What it did so far stays "
-                   "(files it changed are not put back), and its report says it was closed.")
-    parallel = True
-    required = ("id",)
-    input_schema = {
-        "type": "object",
-        "properties": {"id": {"type": "string", "description": "the agent's id"}},
-        "required": ["id"],
-        "additionalProperties": False,
-    }
+    spec = catalog.AGENT_CLOSE
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
@@ -188,9 +123,3 @@ class AgentCloseTool(BaseTool):
     def call(self, call: ToolCall, env: ToolEnv) -> ToolResult:
         why = _runner(env).close(str(call.input["id"]))
         return ToolResult.error(f"agent_close: {why}") if why else ToolResult(visible=f"closed {call.input['id']}")
-
-
-def agent_tools(types: dict[str, str] | None = None) -> dict[str, BaseTool]:
-    """The four, for a session that may start agents (``types``: name → what it is for)."""
-    tools: list[BaseTool] = [AgentTool(types), AgentWaitTool(), AgentSendTool(), AgentCloseTool()]
-    return {t.name: t for t in tools}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from cox.policy.paths import PathEscape, confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError, path_denied
 from .protected import check_writable
 
@@ -30,35 +31,6 @@ __all__ = ["ApplyPatchTool", "resolver"]
 
 VISIBLE_DIFF_LINES = 120
 META_DIFF_CHARS = 64 * 1024
-
-DESCRIPTION = """\
-Change files with a patch in the format below: edits to existing files, new files, deletions \
-and renames, across several files in one call. Prefer it to write for existing files, and to \
-several edit calls for many changes; a single small change is simpler with edit. The whole \
-patch is checked before anything is written: if one hunk does not fit, no file changes, and the \
-error names the file, the hunk and what the file holds there. Format:
-
-*** Begin Patch
-*** Add File: path/new.py
-+every line of the new file, each prefixed with +
-*** Delete File: path/old.py
-*** Update File: path/app.py
-*** Move to: path/renamed.py        (optional)
-@@ def handler():                   (optional: a line above the change, to locate it)
- context line (space prefix), 3 lines above and below each change
--removed line
-+added line
-@@                                  (next change in the same file, further down)
-...
-*** End of File                     (optional: the hunk ends at the end of the file)
-*** End Patch
-
-Paths are relative to the working directory, inside the workspace (not under .git/ or .cox/). \
-There are no line numbers: a hunk is found by its context and removed lines, copied from the \
-file as it is now (small whitespace and typographic-quote differences are forgiven). Hunks of \
-one file go in file order. Returns the changed files (A added, M updated or moved, D deleted) \
-and a short diff."""
-
 
 def resolver(env: ToolEnv, workdir: str | None = None) -> Resolve:
     """Paths of the patch → confined real paths, relative to ``workdir`` (itself confined) or cwd."""
@@ -90,15 +62,7 @@ def _workdir(call_input: dict[str, Any]) -> str | None:
 
 
 class ApplyPatchTool(BaseTool):
-    name = "apply_patch"
-    description = DESCRIPTION
-    input_schema = {
-        "type": "object",
-        "properties": {"patch": {"type": "string", "description": "the whole patch text, from '*** Begin Patch' to "
-                                                             "'*** End Patch'"}},
-        "required": ["patch"],
-    }
-    parallel = False
+    spec = catalog.APPLY_PATCH
 
     def check(self, call_input: dict[str, Any]) -> None:
         _text(call_input)

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from cox.policy.reads import ReadGuard
     from cox.policy.rules import Rule
 
+    from .catalog import Spec
     from .jobs import Jobs
     from .shell_env import SessionTmp
 
@@ -167,6 +168,16 @@ class BaseTool(ABC):
     """The MCP server an MCP tool comes from ("" for cox's own)."""
     trusted: bool = True
     """False for an MCP tool whose definition waits for ``cox mcp trust``: it only says so."""
+    spec: ClassVar[Spec | None] = None
+    """A built-in tool's entry in ``catalog.py``: the class takes its name, description, schema,
+    ``parallel`` and ``required`` from there, the one place they are written."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("spec")
+        if spec is not None:
+            cls.name, cls.description, cls.input_schema = spec.name, spec.description, spec.input_schema
+            cls.parallel, cls.required = spec.parallel, spec.required
 
     def check(self, call_input: dict[str, Any]) -> None:
         """Required fields present; and, for a schema that allows no others, no field it does not

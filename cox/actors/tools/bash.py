@@ -31,6 +31,7 @@ from typing import Any
 
 from cox.protocol.types import Risk, SandboxMode, ToolCall, ToolResult, ToolStatus
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError
 from .reaper import REAPER, TAG_VAR  # TAG_VAR: set in every command's environment (kill_tagged)
 from .spool import Spool
@@ -158,40 +159,7 @@ def reap(processes: list[subprocess.Popen[bytes]]) -> None:
 
 
 class BashTool(BaseTool):
-    name = "bash"
-    description = (
-        "Run one command line with bash -c in the working directory. Returns what it printed (stdout, then "
-        "stderr after a [stderr] line) and [exit code N]; a big output is cut to its head and tail, and the "
-        "whole is archived (expand #ID). Each call is a fresh shell: cd and variables do not carry over, so "
-        "join steps with && in one line. There is no terminal and no stdin: interactive programs (editors, "
-        "pagers, prompts, git rebase -i) hang or fail, so pass non-interactive flags (--yes, --no-pager). "
-        "timeout is in seconds (default 120, at most 600 unless the user allows more); at the timeout the "
-        "command and everything it started are killed. Whatever the line leaves running is killed when the "
-        "call returns: for servers and watchers set run_in_background, and the call returns at once with the "
-        "job's id and its log file (read it with tail); the job is stopped when the session ends. The command "
-        "runs in a sandbox: writes outside the workspace roots fail, a command rated read-only can write "
-        "nowhere, the network is off unless the session allows it, .git/config, .git/hooks and .cox/ are "
-        "read-only, and secret files and secret-looking environment variables are hidden. A blocked command "
-        "is the sandbox at work, not a problem to get around. Use grep, glob, read and ls rather than grep, "
-        "rg, find, cat or ls here, and edit or apply_patch rather than sed -i or echo > file. Read-only lines "
-        "run in parallel with other reads; any other line runs alone."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "the command line, run by bash -c in the working directory"},
-            "timeout": {"type": "number", "minimum": 1,
-                        "description": "seconds before the command is killed (default 120, at most 600)"},
-            "description": {"type": "string", "description": "what the command does, in a few words"},
-            "run_in_background": {"type": "boolean",
-                                  "description": "start it as a background job and return at once with its log "
-                                                 "file (servers, watchers, long builds)"},
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
-    parallel = True  # a read-only line runs beside other reads; any other line runs alone
-    required = ("command",)
+    spec = catalog.BASH
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         from cox.policy.bash import classify

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .base import BaseTool
-from .deferred import ToolSearchTool
+from .catalog import TOOL_SEARCH
+from .registry import tool_search
 
 MCP_PREFIX = "mcp__"
 
@@ -36,7 +37,7 @@ def split_deferred(tools: Mapping[str, BaseTool], max_loaded: int) -> tuple[dict
     later = set(mcp[max(max_loaded, 0):])
     loaded = {name: tool for name, tool in tools.items() if name not in later}
     deferred = {name: tools[name] for name in mcp if name in later}
-    loaded[ToolSearchTool.name] = ToolSearchTool(waiting=summary(deferred))
+    loaded[TOOL_SEARCH.name] = tool_search(summary(deferred))
     return loaded, deferred
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
 from .base import BaseTool, ToolEnv, ToolInputError
+from .catalog import TOOL_SEARCH, tool_search_description
 
 DEFAULT_LIMIT = 5
 
@@ -66,32 +67,12 @@ def activated(result: ToolResult) -> list[str]:
 
 
 class ToolSearchTool(BaseTool):
-    name = "tool_search"
-    description = (
-        "Find and enable tools that are not loaded yet (such as code navigation, most MCP servers' tools, "
-        "agent work graphs). Search by what you want to do ('find references', 'github issues'), or write "
-        "select:name1,name2 to enable tools by their exact names. Returns each tool found with its "
-        "description; the ones found are enabled and can be called from your next step."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "what you want to do, in a few words, or select:name1,name2"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 20,
-                            "description": "how many tools to return at most (default 5)"},
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
-    parallel = False  # it changes the session's tool set; one at a time keeps the order stable
-    required = ("query",)
+    spec = TOOL_SEARCH
 
     def __init__(self, waiting: str = "") -> None:
         """``waiting`` names what this session deferred (``deferral.summary``), so the model knows
         a tool it misses may be one search away; it is fixed for the session (the cache prefix)."""
-        if waiting:
-            self.description = (f"{ToolSearchTool.description} In this session {waiting}: search here before "
-                                "concluding that a tool is missing.")
+        self.description = tool_search_description(waiting)
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY

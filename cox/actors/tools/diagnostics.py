@@ -15,33 +15,13 @@ from typing import Any
 
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import ToolEnv
 from .files import PathTool
 
 
 class DiagnosticsTool(PathTool):
-    name = "diagnostics"
-    description = (
-        "Type errors, lint warnings and other diagnostics of one file, from the language server of its "
-        "language (Python, TypeScript/JavaScript, Rust, Go). Returns `path:line:col: severity: message "
-        "[source code]` lines, most severe first, and a summary. The first call for a language starts its "
-        "server (that call needs approval); later calls are quick. wait_ms bounds how long to wait for the "
-        "server (default and cap: lsp.timeout_s); a report that was not finished by then comes back as it "
-        "was, with a note. Use it after editing to check your change, instead of running a type checker by hand."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "the file (relative to the working directory, or absolute "
-                                                      "inside the workspace)"},
-            "wait_ms": {"type": "integer", "minimum": 0,
-                        "description": "at most this long to wait for the server's report (milliseconds)"},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
-    parallel = True
-    required = ("path",)
+    spec = catalog.DIAGNOSTICS
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.EXEC

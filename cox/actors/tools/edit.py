@@ -27,6 +27,7 @@ from cox.atomic import LinkInTheWay, read_file, why, write_atomic
 from cox.protocol.types import Risk, ToolCall, ToolResult
 from cox.slim import dataclass
 
+from . import catalog
 from .base import ToolEnv, ToolInputError, path_denied, read_denied
 from .files import BINARY_SNIFF, PathTool, display, resolve
 from .protected import check_writable
@@ -259,46 +260,8 @@ def _typed(one: dict[str, Any], where: str) -> dict[str, Any]:
 
 EDIT_FIELDS = ("old_string", "new_string", "replace_all")
 
-_ONE_EDIT = {
-    "old_string": {"type": "string",
-                   "description": "the exact text to replace; it must occur once unless replace_all is set"},
-    "new_string": {"type": "string", "description": "the text to put in its place (not equal to old_string)"},
-    "replace_all": {"type": "boolean",
-                    "description": "replace every occurrence instead of exactly one (default false)"},
-}
-
-
 class EditTool(PathTool):
-    name = "edit"
-    description = (
-        "Replace one exact piece of text in an existing file and return the diff. old_string must appear in "
-        "the file exactly as given (whitespace and indentation included, without the line-number prefixes "
-        "read shows) and exactly once: add a few surrounding lines to make it unique, or set replace_all to "
-        "change every occurrence (a rename, say). If it is not found, the answer shows the nearest lines; if "
-        "it occurs more than once, it lists the line numbers; either way nothing changed. Read the file "
-        "first. Line endings and the file's encoding are kept. For several changes to one file, give edits "
-        "instead: a list of {old_string, new_string, replace_all} applied in order, each to the text the one "
-        "before left, all or nothing (if one fails, the file is unchanged and the error names it). For "
-        "changes to several files, apply_patch does them in one call; to create a file, use write. Use this "
-        "rather than sed -i or a heredoc in bash."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "the file to change (relative to the working directory, or "
-                                                      "absolute inside the workspace)"},
-            **_ONE_EDIT,
-            "edits": {"type": "array", "minItems": 1,
-                      "description": "several replacements in this file, applied in order (instead of "
-                                     "old_string/new_string)",
-                      "items": {"type": "object", "properties": _ONE_EDIT, "required": ["old_string", "new_string"],
-                                "additionalProperties": False}},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
-    parallel = False
-    required = ("path",)
+    spec = catalog.EDIT
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE

@@ -9,6 +9,7 @@ from cox.atomic import LinkInTheWay, why, write_atomic
 from cox.policy.paths import confine
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError, path_denied, read_denied
 from .images import read_image
 from .protected import check_writable
@@ -52,30 +53,7 @@ class PathTool(BaseTool):
 
 
 class ReadTool(PathTool):
-    name = "read"
-    description = (
-        "Read a file inside the workspace roots. Returns its lines numbered as `N<tab>text` (the numbers are "
-        "not part of the file: leave them out of edit's old_string). Shows the first 2000 lines unless you pass "
-        "offset (the first line, 1-based) and limit (how many lines); for a long file read the part you need, "
-        "and the answer says how many lines are left and which offset comes next. PNG, JPEG, GIF and WebP "
-        "files come back as images (up to 3.75 MB); other binary files and folders are refused (use ls for a "
-        "folder), and so are files a Read deny rule covers. Read a file before you edit it. Use this rather "
-        "than cat, head, tail or sed in bash. Reading an unchanged file again may answer `unchanged since #ID`: "
-        "the earlier result still holds."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string",
-                     "description": "the file: relative to the working directory, or absolute inside the workspace"},
-            "offset": {"type": "integer", "minimum": 1, "description": "first line to show, 1-based (default 1)"},
-            "limit": {"type": "integer", "minimum": 1, "description": "how many lines to show (default 2000)"},
-        },
-        "required": ["path"],
-        "additionalProperties": False,
-    }
-    parallel = True
-    required = ("path",)
+    spec = catalog.READ
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
@@ -116,26 +94,7 @@ def numbered(text: str, call_input: dict[str, Any]) -> ToolResult:
 
 
 class WriteTool(PathTool):
-    name = "write"
-    description = (
-        "Create a file with content (UTF-8), or replace an existing file whole; parent folders are created. "
-        "Use it for new files. To change part of an existing file use edit or apply_patch instead: they keep "
-        "the rest of the file and show the diff. Read a file before you replace it. Only paths inside the "
-        "workspace roots; files under .git/, .cox/ and cox's home are refused. The file is replaced "
-        "atomically: after an error it is unchanged. Returns how many bytes were written."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string",
-                     "description": "the file: relative to the working directory, or absolute inside the workspace"},
-            "content": {"type": "string", "description": "the whole new content of the file"},
-        },
-        "required": ["path", "content"],
-        "additionalProperties": False,
-    }
-    parallel = False
-    required = ("path", "content")
+    spec = catalog.WRITE
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE

@@ -21,6 +21,7 @@ from cox import lazyre
 from cox.policy.sanitize import sanitize
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError, read_guard
 from .files import display
 
@@ -36,16 +37,6 @@ _DECLARES: dict[str, str] = {
 }
 _SUFFIXES = {"python": (".py", ".pyi"), "typescript": (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"),
              "rust": (".rs",), "go": (".go",)}
-POSITION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "the file the symbol is in"},
-        "line": {"type": "integer", "minimum": 1, "description": "its line, 1-based"},
-        "col": {"type": "integer", "minimum": 1, "description": "a character of the symbol on that line, 1-based"},
-    },
-    "required": ["path", "line", "col"],
-    "additionalProperties": False,
-}
 
 
 def position(call_input: dict[str, Any]) -> tuple[int, int]:
@@ -140,9 +131,6 @@ def _grep(env: ToolEnv, language: str, name: str, declares: bool, rows: _Rows) -
 
 
 class _NavigateTool(BaseTool):
-    input_schema = POSITION_SCHEMA
-    parallel = True
-    required = ("path", "line", "col")
     method = ""
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
@@ -224,25 +212,13 @@ class _NavigateTool(BaseTool):
 
 
 class DefinitionTool(_NavigateTool):
-    name = "definition"
+    spec = catalog.DEFINITION
     method = "textDocument/definition"
-    description = (
-        "Where the symbol at path:line:col is defined, from the language server of its language (start it "
-        "with diagnostics on a file first). line and col are 1-based; col counts characters. Answers "
-        "`path:line:col: source line` rows. Without a running server it falls back to a name search of "
-        "declarations and says so."
-    )
 
 
 class ReferencesTool(_NavigateTool):
-    name = "references"
+    spec = catalog.REFERENCES
     method = "textDocument/references"
-    description = (
-        "Every use of the symbol at path:line:col (its declaration included), from the language server of its "
-        "language (start it with diagnostics first). line and col are 1-based; col counts characters. Answers "
-        "sorted `path:line:col: source line` rows, the first 100 listed and the rest kept for cox expand. "
-        "Without a running server it falls back to a name search and says so."
-    )
 
     def params(self, uri: str, pos: dict[str, Any]) -> dict[str, Any]:
         return {"textDocument": {"uri": uri}, "position": pos, "context": {"includeDeclaration": True}}

@@ -20,25 +20,16 @@ from typing import Any
 from cox.policy.sanitize import sanitize
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import ToolEnv, ToolInputError
 from .files import PathTool, display
-from .navigate import POSITION_SCHEMA, position
+from .navigate import position
 
 _IDENT_OK = 200
 
 
 class RenameSymbolTool(PathTool):
-    name = "rename_symbol"
-    description = (
-        "Rename the symbol at path:line:col to new_name in every file that uses it, through the running "
-        "language server (start it with diagnostics on a file first; there is no fallback). line and col are "
-        "1-based; col counts characters. Every file it would change is checked and approved as one set before "
-        "anything is written; the rename is all or nothing and lists the files it changed."
-    )
-    input_schema = {**POSITION_SCHEMA, "required": ["path", "line", "col", "new_name"], "properties": {
-        **POSITION_SCHEMA["properties"], "new_name": {"type": "string", "description": "the symbol's new name"}}}
-    parallel = False
-    required = ("path", "line", "col", "new_name")
+    spec = catalog.RENAME_SYMBOL
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.WRITE

@@ -53,6 +53,7 @@ from cox.protocol.interfaces import CancelToken
 from cox.protocol.types import Risk, ToolCall, ToolResult
 from cox.slim import dataclass
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError, path_denied, read_denied, read_guard
 from .files import BINARY_SNIFF, display
 
@@ -762,43 +763,7 @@ def _flag(call_input: dict[str, Any], key: str) -> bool:
 
 
 class GrepTool(BaseTool):
-    name = "grep"
-    description = (
-        "Search file contents for a regular expression (ripgrep syntax: escape literal dots, braces and "
-        "parentheses) under the working directory, or in the file or folder given as path. Returns matching lines as "
-        "path:line:text, sorted by path then line (context lines as path-line-text; lines over 500 characters "
-        "are clipped); line numbers are always shown. Each line is matched on its own unless multiline is set "
-        "(then a match may span lines and . matches a newline too). Skips what .gitignore "
-        "hides, .git, binary files, files over 50 MB and files a Read deny rule covers (it says how many). "
-        "glob narrows the files (*.py matches at any depth, src/**/*.ts is relative to the search folder, "
-        "!*.min.js leaves files out); files_with_matches lists only the files; count lists each file with its "
-        "number of matching lines; context adds lines around each "
-        "match. At most max_results matches (default 200) are shown, and the answer says how many there were "
-        "in all. Use this rather than grep or rg in bash; use glob to find files by name."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "regular expression (ripgrep syntax)"},
-            "path": {"type": "string", "description": "file or folder to search (default: the working directory)"},
-            "glob": {"type": "string",
-                     "description": "only files matching this glob, e.g. *.py or *.{ts,tsx}; !glob leaves them out"},
-            "case_insensitive": {"type": "boolean", "description": "match letters in either case (default false)"},
-            "context": {"type": "integer", "minimum": 0, "maximum": 20,
-                        "description": "lines to show before and after each match (default 0)"},
-            "files_with_matches": {"type": "boolean",
-                                   "description": "list the matching files only, not their lines"},
-            "count": {"type": "boolean", "description": "list matching files with their number of matching lines"},
-            "multiline": {"type": "boolean",
-                          "description": "let the pattern span lines; . matches a newline too (default false)"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 5000,
-                            "description": "how many matches (or files) to show at most (default 200)"},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
-    parallel = True
-    required = ("pattern",)
+    spec = catalog.GREP
 
     def __init__(self, backend: str = "auto") -> None:
         """``backend``: ``auto`` (rg when on PATH), ``rg`` or ``python`` (tests compare them)."""
@@ -887,25 +852,7 @@ def _split_glob(pattern: str) -> tuple[str, str]:
 
 
 class GlobTool(BaseTool):
-    name = "glob"
-    description = (
-        "Find files by name with a glob pattern and return their paths, sorted, one a line. * and ? match "
-        "within one folder name, ** spans any number of folders, {a,b} gives alternatives: **/*.py, "
-        "src/**/test_*.{ts,tsx}. A pattern without / matches only in the start folder itself (write **/name "
-        "to look below it). Files .gitignore hides and files a Read deny rule covers are left out. Use this "
-        "rather than find or ls -R in bash; use grep to search inside files."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "glob pattern, e.g. **/*.py"},
-            "path": {"type": "string", "description": "folder the pattern starts from (default: the working directory)"},
-        },
-        "required": ["pattern"],
-        "additionalProperties": False,
-    }
-    parallel = True
-    required = ("pattern",)
+    spec = catalog.GLOB
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY
@@ -944,18 +891,7 @@ class GlobTool(BaseTool):
 
 
 class LsTool(BaseTool):
-    name = "ls"
-    description = (
-        "List one folder, not its subfolders: entries sorted by name, folders with a trailing /, symlinks "
-        "with @. Entries .gitignore hides or a Read deny rule covers are left out, and the answer says how "
-        "many. Use glob to find files at any depth and read for a file's content."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {"path": {"type": "string", "description": "folder to list (default: the working directory)"}},
-        "additionalProperties": False,
-    }
-    parallel = True
+    spec = catalog.LS
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY

@@ -13,9 +13,10 @@ from typing import Any
 
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError
 
-STATUSES = ("pending", "in_progress", "completed")
+STATUSES = catalog.TODO_STATUSES
 _MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
@@ -57,39 +58,7 @@ def render(todos: list[dict[str, str]]) -> str:
 
 
 class TodoWriteTool(BaseTool):
-    name = "todo_write"
-    description = (
-        "Keep your task list for the current work. Each call replaces the whole list, so send every item each "
-        "time: content (the step, in a few words) and status pending, in_progress or completed. Use it for "
-        "work of three or more steps, or when the user asks for several things: write the list when you "
-        "start, keep exactly one item in_progress, mark each completed as soon as it is done (not all at the "
-        "end), add steps you discover and drop those that no longer apply. Skip it for one quick change or a "
-        "question. Returns the list with its progress."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "todos": {
-                "type": "array",
-                "description": "the whole list, in order",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string", "description": "the step, in a few words"},
-                        "status": {"type": "string", "enum": list(STATUSES),
-                                   "description": "pending, in_progress (one at a time) or completed"},
-                        "id": {"type": "string", "description": "a stable name for the item (optional)"},
-                    },
-                    "required": ["content", "status"],
-                    "additionalProperties": False,
-                },
-            }
-        },
-        "required": ["todos"],
-        "additionalProperties": False,
-    }
-    parallel = False
-    required = ("todos",)
+    spec = catalog.TODO_WRITE
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         return Risk.READ_ONLY

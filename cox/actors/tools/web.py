@@ -23,6 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 from cox.protocol.types import Risk, ToolCall, ToolResult
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError
 from .visible import human_size
 
@@ -106,24 +107,7 @@ def check_url(url: Any) -> str:
 
 
 class WebFetchTool(BaseTool):
-    name = "web_fetch"
-    description = (
-        "Fetch one http or https URL with GET and return its content as text: HTML becomes readable text "
-        "(# headings, links as text (url), - list items; scripts, styles and navigation dropped), other text "
-        "types (plain text, JSON, XML, YAML …) come as they are, and anything else is refused. Redirects are "
-        "followed on the same host only; a redirect to another host is reported, and you fetch that URL in a "
-        "call of its own. Limits: 5 MiB and 20 s. A fetch sends the URL off this machine, so it may wait for "
-        "the user's approval or be denied; never put secrets or private code in a URL. Use it for "
-        "documentation and public pages, read for the workspace's files."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {"url": {"type": "string", "description": "the http or https URL to fetch"}},
-        "required": ["url"],
-        "additionalProperties": False,
-    }
-    parallel = True  # it changes nothing here; being Exec, the session still runs it alone
-    required = ("url",)
+    spec = catalog.WEB_FETCH
 
     def __init__(self, timeout_s: float = TIMEOUT_S, max_bytes: int = MAX_BYTES,
                  max_redirects: int = MAX_REDIRECTS) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from cox.protocol.types import Risk, ToolCall, ToolResult, ToolStatus
 
+from . import catalog
 from .base import BaseTool, ToolEnv, ToolInputError
 
 if TYPE_CHECKING:
@@ -65,49 +66,7 @@ def _without_report(answer: str) -> str:
 
 
 class WorkGraphTool(BaseTool):
-    name = "run_agent_work_graph"
-    description = (
-        "Run several subagent tasks as a dependency graph, for work that splits into pieces with an order "
-        "between them (survey first, then change two modules in separate scopes, then test); for one task "
-        "use agent. Each task {id, prompt, deps, scope, writable, isolation?} runs as its own agent once every "
-        "task in deps is done; a failed task skips the tasks that depend on it. scope lists the paths or globs "
-        "(relative to the workspace) a writable task may change. Writable tasks of one workspace run one at a "
-        "time and their scopes may not overlap unless one depends on the other; read-only tasks run in "
-        "parallel. isolation \"worktree\" gives a task a git worktree of its own. A task counts as done only "
-        "when the files its report says it changed are the files the engine saw change, all inside its "
-        "scope, and its evidence is not empty. The graph is checked before anything runs (unknown deps, "
-        "cycles, overlapping scopes). Returns every task's outcome and evidence, in task order."
-    )
-    input_schema = {
-        "type": "object",
-        "properties": {
-            "tasks": {
-                "type": "array",
-                "description": "the tasks of the graph, in the order their outcomes are reported",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "id": {"type": "string", "description": "unique name of the task"},
-                        "prompt": {"type": "string",
-                                   "description": "what the agent must do, self-contained (it sees nothing else)"},
-                        "deps": {"type": "array", "items": {"type": "string"},
-                                 "description": "ids of tasks that must be done first"},
-                        "scope": {"type": "array", "items": {"type": "string"},
-                                  "description": "paths or globs the task may change"},
-                        "writable": {"type": "boolean", "description": "whether the task may change files"},
-                        "isolation": {"type": "string", "enum": ["worktree"],
-                                      "description": "worktree: the task works in a git worktree of its own"},
-                    },
-                    "required": ["id", "prompt"],
-                    "additionalProperties": False,
-                },
-            }
-        },
-        "required": ["tasks"],
-        "additionalProperties": False,
-    }
-    parallel = False
-    required = ("tasks",)
+    spec = catalog.WORK_GRAPH
 
     def risk(self, call_input: dict[str, Any]) -> Risk:
         tasks = call_input.get("tasks")
