@@ -32,6 +32,25 @@ SWALLOWED = frozenset({"cb", "__del__", "_remove", "remove"})
 (``_get_module_lock.<locals>.cb``), finalisers, weak containers' callbacks."""
 
 
+WRAPPED = "__set_name__"
+"""A frame whose exceptions Python 3.11 turns into a ``RuntimeError`` ("Error calling
+__set_name__"): a signal landing while a class is being defined (a dataclass field's
+``__set_name__``) would end start-up as "could not start" rather than as interrupted."""
+
+
+def _lost_or_disguised(frame: Any) -> bool:
+    """Would an exception raised in ``frame`` be dropped or reported as something else?"""
+    if frame is None:
+        return False
+    if frame.f_code.co_name in SWALLOWED:
+        return True
+    while frame is not None:
+        if frame.f_code.co_name == WRAPPED:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class StartupInterrupted(BaseException):
     """A signal arrived while the session was being set up (a BaseException, as KeyboardInterrupt
     is, so no ``except Exception`` on the way swallows it)."""
@@ -113,10 +132,10 @@ class Stopper:
         if self.signum is None:
             self.signum = signum
         if self.phase == STARTING:
-            if frame is not None and frame.f_code.co_name in SWALLOWED and self.count == 1:
+            if self.count == 1 and _lost_or_disguised(frame):
                 # Raised in a weakref callback or a finaliser, the exception would be printed as
-                # "Exception ignored" and lost. The signal is kept: ``running()`` acts on it (a
-                # second one ends the start-up here).
+                # "Exception ignored" and lost; in a ``__set_name__``, wrapped in a RuntimeError.
+                # The signal is kept: ``running()`` acts on it (a second one ends the start-up here).
                 return
             self.phase = SETTLED  # once: the code that reports it must not be interrupted again
             raise StartupInterrupted(signum)
