@@ -1,4 +1,4 @@
-"""``dataclasses`` without the two modules it imports only for rare calls.
+"""``dataclasses`` and ``uuid`` without the modules they import only for rare calls.
 
 Why: ``import dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``…) and
 ``copy`` at its top, ~7 ms on the way to ``cox run -p``'s first request, yet it calls them only
@@ -9,10 +9,17 @@ of the two that imports the real module on the first attribute asked of it. Only
 ``dataclasses``'s own reference is a stand-in: the stand-ins leave ``sys.modules`` as soon as
 ``dataclasses`` is imported, so every other ``import inspect`` or ``import copy`` gets the real
 module. When ``dataclasses`` is imported already (a host process), nothing changes.
+
+``uuid`` (pykka names every actor with one) imports ``platform``, ~2 ms, to ask
+``platform.system()`` once at its import, on POSIX; ``platform.system()`` is ``os.uname()``'s
+``sysname`` there. So ``uuid`` is imported here with a stand-in ``platform`` that answers that
+question from ``os.uname()`` and imports the real module for anything else; the stand-in leaves
+``sys.modules`` at once, so ``import platform`` anywhere else gets the real module.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from typing import Any
@@ -30,6 +37,26 @@ class OnFirstUse(types.ModuleType):
         return getattr(__import__(self.__name__), attr)
 
 
+class PlatformForUuid(OnFirstUse):
+    """``platform`` while ``uuid`` is imported: ``system()`` as ``platform.system()`` answers on
+    POSIX (``os.uname().sysname``), anything else from the real module."""
+
+    def system(self) -> str:
+        return os.uname().sysname
+
+
+def import_uuid() -> None:
+    if "uuid" in sys.modules or "platform" in sys.modules or not hasattr(os, "uname"):
+        return
+    stand_in = PlatformForUuid("platform")
+    sys.modules["platform"] = stand_in
+    try:
+        import uuid  # noqa: F401  # asks the stand-in
+    finally:
+        if sys.modules.get("platform") is stand_in:
+            del sys.modules["platform"]
+
+
 def import_dataclasses() -> None:
     if "dataclasses" in sys.modules:
         return
@@ -44,3 +71,4 @@ def import_dataclasses() -> None:
 
 
 import_dataclasses()
+import_uuid()

@@ -1,5 +1,5 @@
-"""``cox.lightimport``: importing cox imports ``dataclasses`` without ``inspect`` and ``copy``, and
-everything of dataclasses that needs them still works, from any thread. In a fresh interpreter:
+"""``cox.lightimport``: importing cox imports ``dataclasses`` without ``inspect`` and ``copy`` and
+``uuid`` without ``platform``, and everything that needs them still works, from any thread. In a fresh interpreter:
 this test process has imported dataclasses long ago."""
 
 from __future__ import annotations
@@ -41,6 +41,31 @@ def test_cox_imports_dataclasses_without_inspect_and_copy_and_dataclasses_still_
 def test_a_host_that_imported_dataclasses_first_keeps_it_as_it_was() -> None:
     probe = ("import sys, dataclasses, inspect\nimport cox\n"
              "assert dataclasses.inspect is inspect, dataclasses.inspect\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+UUID_PROBE = r"""
+import os, sys
+import cox, uuid
+assert "platform" not in sys.modules, "the stand-in stayed, or something imported platform"
+import platform
+assert type(platform) is type(sys) and platform.python_version(), platform  # the real module
+assert uuid._LINUX == (platform.system() == "Linux") and uuid._AIX == (platform.system() == "AIX")
+assert len({uuid.uuid4() for _ in range(3)}) == 3
+print("ok")
+"""
+
+
+def test_cox_imports_uuid_without_platform_and_uuid_knows_its_system() -> None:
+    out = subprocess.run([sys.executable, "-c", UUID_PROBE], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+def test_a_host_that_imported_platform_first_keeps_it() -> None:
+    probe = "import platform, sys\nimport cox, uuid\nassert uuid.platform is platform\nprint('ok')"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"

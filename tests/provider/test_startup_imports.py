@@ -32,6 +32,7 @@ OFF_THE_PATH = {
     "concurrent.futures",  # hooks run in parallel and MCP elicitations settle with the first of either
     "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
     "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
+    "platform",  # uuid asks it one question at import, answered by cox.lightimport
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
 
