@@ -1,4 +1,4 @@
-"""``dataclasses`` and ``uuid`` without the modules they import only for rare calls.
+"""``dataclasses``, ``logging`` and ``uuid`` without the modules they import only for rare calls.
 
 Why: ``import dataclasses`` imports ``inspect`` (with ``ast``, ``dis``, ``tokenize``…) and
 ``copy`` at its top, ~7 ms on the way to ``cox run -p``'s first request, yet it calls them only
@@ -9,6 +9,10 @@ of the two that imports the real module on the first attribute asked of it. Only
 ``dataclasses``'s own reference is a stand-in: the stand-ins leave ``sys.modules`` as soon as
 ``dataclasses`` is imported, so every other ``import inspect`` or ``import copy`` gets the real
 module. When ``dataclasses`` is imported already (a host process), nothing changes.
+
+``logging`` (pykka's modules each make a logger) imports ``traceback`` (with ``linecache``,
+``tokenize`` and ``textwrap``), ~3 ms, which it calls only to format an exception or a stack it
+logs. It is imported here with the same kind of stand-in for ``traceback``.
 
 ``uuid`` (pykka names every actor with one) imports ``platform``, ~2 ms, to ask
 ``platform.system()`` once at its import, on POSIX; ``platform.system()`` is ``os.uname()``'s
@@ -23,8 +27,6 @@ import os
 import sys
 import types
 from typing import Any
-
-DEFERRED = ("inspect", "copy")
 
 
 class OnFirstUse(types.ModuleType):
@@ -57,18 +59,21 @@ def import_uuid() -> None:
             del sys.modules["platform"]
 
 
-def import_dataclasses() -> None:
-    if "dataclasses" in sys.modules:
+def import_deferring(module: str, deferred: tuple[str, ...]) -> None:
+    """Import ``module`` with a stand-in for each of ``deferred`` not imported yet (nothing when
+    ``module`` is imported already)."""
+    if module in sys.modules:
         return
-    stand_ins = {name: OnFirstUse(name) for name in DEFERRED if name not in sys.modules}
+    stand_ins = {name: OnFirstUse(name) for name in deferred if name not in sys.modules}
     sys.modules.update(stand_ins)
     try:
-        import dataclasses  # noqa: F401  # binds the stand-ins
+        __import__(module)  # binds the stand-ins
     finally:
-        for name, module in stand_ins.items():
-            if sys.modules.get(name) is module:
+        for name, stand_in in stand_ins.items():
+            if sys.modules.get(name) is stand_in:
                 del sys.modules[name]
 
 
-import_dataclasses()
+import_deferring("dataclasses", ("inspect", "copy"))
+import_deferring("logging", ("traceback",))
 import_uuid()

@@ -1,5 +1,5 @@
-"""``cox.lightimport``: importing cox imports ``dataclasses`` without ``inspect`` and ``copy`` and
-``uuid`` without ``platform``, and everything that needs them still works, from any thread. In a fresh interpreter:
+"""``cox.lightimport``: importing cox imports ``dataclasses`` without ``inspect`` and ``copy`` ,
+``logging`` without ``traceback``, ``uuid`` without ``platform``, and everything that needs them still works, from any thread. In a fresh interpreter:
 this test process has imported dataclasses long ago."""
 
 from __future__ import annotations
@@ -67,5 +67,36 @@ def test_cox_imports_uuid_without_platform_and_uuid_knows_its_system() -> None:
 def test_a_host_that_imported_platform_first_keeps_it() -> None:
     probe = "import platform, sys\nimport cox, uuid\nassert uuid.platform is platform\nprint('ok')"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+LOGGING_PROBE = r"""
+import io, sys, threading
+import cox, logging
+assert "traceback" not in sys.modules and "tokenize" not in sys.modules, sorted(sys.modules)
+out = io.StringIO()
+log = logging.getLogger("probe")
+log.addHandler(logging.StreamHandler(out))
+def fail():
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("caught")  # formats the traceback: through the stand-in
+threads = [threading.Thread(target=fail) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+text = out.getvalue()
+assert text.count("Traceback (most recent call last)") == text.count("ValueError: boom") == 4, text
+log.info("x", stack_info=True)
+import traceback
+assert type(traceback) is type(sys) and traceback.format_exc  # everyone else gets the real module
+print("ok")
+"""
+
+
+def test_cox_imports_logging_without_traceback_and_logging_still_formats_one() -> None:
+    out = subprocess.run([sys.executable, "-c", LOGGING_PROBE], capture_output=True, text=True, timeout=60,
+                         check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "ok"

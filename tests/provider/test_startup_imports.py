@@ -33,6 +33,7 @@ OFF_THE_PATH = {
     "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
     "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
     "platform",  # uuid asks it one question at import, answered by cox.lightimport
+    "traceback", "tokenize",  # logging formats exceptions with traceback only when it logs one (cox.lightimport)
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
 
