@@ -12,8 +12,9 @@ What binds it to the parent:
   judges its next request against the tree's spend. Each session's usage rows and totals are its
   own (a child's index row names its parent); a headless result's cost is the tree's.
 - **One interrupt**: a foreground child is interrupted from the parent's turn scope (a cancel
-  callback, in the canceller's thread: the whole tree stops in one broadcast); a background child
-  by the parent's Interrupt; closing the parent stops every child, and their processes with them.
+  callback, in the canceller's thread: the whole tree is told in one broadcast, and each child's
+  scope is then cancelled out of band in one pass on the timer thread); a background child by
+  the parent's Interrupt; closing the parent stops every child, and their processes with them.
 - **Its approvals reach the person** through the parent's surfaces, labelled with the agent;
   the answer comes back to the parent, which hands it to the child.
 - **Only its report reaches the parent's model**: the final text of its turn.
@@ -127,19 +128,21 @@ class Child:
         self.call_cancelled = False
         """The parent's call that runs it was cancelled: its report is not awaited any more."""
 
-    def interrupt(self) -> None:
-        """Once per turn: the parent's scope (its call's cancel) and the parent's Interrupt
-        both reach here, and a second pass over hundreds of children is only more contention."""
+    def interrupt(self) -> bool:
+        """Once per turn (True: this call did it): the parent's scope (its call's cancel) and the
+        parent's Interrupt both reach here, and a second pass over hundreds of children is only
+        more contention. Only the message: the out-of-band cancel comes behind it
+        (``AgentHost._cancel_soon``)."""
         if self.interrupt_sent:
-            return
+            return False
         self.interrupt_sent = True
-        self.holder.cancel()
         ref = self.ref
         if ref is not None:
             try:
                 ref.tell(m.Interrupt())
             except pykka.ActorDeadError:
                 pass
+        return True
 
 
 class AgentHost:
@@ -154,6 +157,7 @@ class AgentHost:
         self._definitions: Any = None
         self.due_later: list[tuple[float, Any]] = []  # what ``_later`` runs, by when
         self.later_pending = False
+        self.to_cancel: list[Child] = []  # what ``_cancel_due`` cancels out of band
 
     # ------------------------------------------------------------------ AgentRunner
 
@@ -162,7 +166,7 @@ class AgentHost:
 
         def cancelled() -> None:
             child.call_cancelled = True
-            child.interrupt()
+            self._interrupt(child)
 
         unregister = cancel.on_cancel(cancelled)  # the parent's interrupt reaches it at once
         try:
@@ -286,7 +290,31 @@ class AgentHost:
         with self.lock:
             running = [c for c in self.children.values() if c.state == "running"]
         for child in running:
-            child.interrupt()
+            self._interrupt(child)
+
+    def _interrupt(self, child: Child) -> None:
+        if child.interrupt():
+            self._cancel_soon(child)
+
+    def _cancel_soon(self, child: Child) -> None:
+        """The out-of-band half of a child's interrupt: its turn's scope cancelled from outside
+        its thread, so a hook that thread runs stops at once — for every child told in this
+        broadcast, in one pass on the timer thread, right after. The messages go first and the
+        interrupting thread (the parent's, or the person's surface) sends only those: a child
+        that is not blocked ends its turn on its Interrupt (cancelling its own scope), and the
+        hundreds of stream threads the cancels wake are not woken in the middle of the tells."""
+        with self.lock:
+            self.to_cancel.append(child)
+            if len(self.to_cancel) > 1:
+                return
+        scheduler.call_later(0.0, self._cancel_due)
+
+    def _cancel_due(self) -> None:
+        with self.lock:
+            due, self.to_cancel = self.to_cancel, []
+        for child in due:
+            if child.interrupt_sent and not child.ended.is_set():  # still that turn (a new one clears it)
+                child.holder.cancel()
 
     def close_all(self) -> None:
         """Stop every child together (the parent is closing), each bounded; none starts after."""
