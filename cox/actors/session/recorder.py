@@ -149,6 +149,7 @@ class Recorder:
                 self.emit(m.ToolCallDone(call_id=call_id, result=ToolResult.aborted(f"aborted: {why}")))
             if self.open_turn is not None:
                 self.emit(m.TurnDone(turn=self.open_turn, stop=StopReason.ERROR, reason=why))
+        self._settle_all()  # the session will not hear the answer (it is failing): wait for it here
         self.flush()
 
     def flush(self, more: bool = False) -> None:
