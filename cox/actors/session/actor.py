@@ -318,7 +318,7 @@ class SessionActor(CoxActor):
     def _start_stream(self, effect: fx.StartStream) -> None:
         key = (effect.kind, effect.gen, effect.stream_id)
         ref = self._spawn(key, lambda: ProviderStreamActor.start(
-            self.provider, effect.request, self.actor_ref, effect.stream_id, effect.scope))
+            self.provider, effect.request, self.actor_ref, effect.stream_id, self.holder.for_stream(effect.scope)))
         self.children[key] = ref
         ref.tell("run")
 

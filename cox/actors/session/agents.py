@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,9 @@ parent only (as Claude Code does); a child's Stop is the parent's SubagentStop."
 
 CLOSE_AFTER_S = 0.2
 """How long after its report a foreground child's session is stopped."""
+
+STREAM_CLOSE_BOUND_S = 0.5
+"""How long the model streams of interrupted children may wait for the crowd's ends at most."""
 
 STOP_WAIT_S = 10.0
 """How long closing the parent waits for each child to stop (they are stopped together)."""
@@ -158,6 +162,8 @@ class AgentHost:
         self.due_later: list[tuple[float, Any]] = []  # what ``_later`` runs, by when
         self.later_pending = False
         self.to_cancel: list[Child] = []  # what ``_cancel_due`` cancels out of band
+        self.crowd: list[Child] = []  # the children an interrupt under way told
+        self.deferred: list[Callable[[], object]] = []  # what waits for their ends (``defer``)
 
     # ------------------------------------------------------------------ AgentRunner
 
@@ -294,7 +300,41 @@ class AgentHost:
 
     def _interrupt(self, child: Child) -> None:
         if child.interrupt():
+            with self.lock:
+                self.crowd.append(child)
+                first = len(self.crowd) == 1
+            if first:
+                scheduler.call_later(STREAM_CLOSE_BOUND_S, self._crowd_ended)
             self._cancel_soon(child)
+
+    def defer(self, fn: Callable[[], object]) -> None:
+        """Close an interrupted child's model stream (``ScopeHolder.for_stream``) once every
+        child of the interrupt under way has ended its turn, or at ``STREAM_CLOSE_BOUND_S``;
+        at once when none is under way. Each stream that closes wakes its thread, which then
+        ends; hundreds of them woken among the children's ends put their clean-up in front of
+        the ends the person waits for. A stream only reads: nothing it does after its turn
+        ended reaches anyone (the turn's calls, processes and hooks are stopped at once)."""
+        with self.lock:
+            if self.crowd:
+                self.deferred.append(fn)
+                return
+        fn()
+
+    def _child_ended(self) -> None:
+        """A child's turn ended (on its thread, its end sent): the last of the crowd closes the streams."""
+        with self.lock:
+            if not self.crowd or not all(c.ended.is_set() for c in self.crowd):
+                return
+        self._crowd_ended()
+
+    def _crowd_ended(self) -> None:
+        with self.lock:
+            due, self.deferred, self.crowd = self.deferred, [], []
+        for fn in due:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one stream's close never stops the others'
+                log.exception("closing a subagent's stream failed")
 
     def _cancel_soon(self, child: Child) -> None:
         """The out-of-band half of a child's interrupt: its turn's scope cancelled from outside
@@ -318,6 +358,7 @@ class AgentHost:
 
     def close_all(self) -> None:
         """Stop every child together (the parent is closing), each bounded; none starts after."""
+        self._crowd_ended()
         with self.lock:
             self.closed = True
             children = list(self.children.values())
@@ -404,6 +445,7 @@ class AgentHost:
                              "start another")
         agent_id = f"{p.s.session_id}-a{next(self.numbers)}"
         child = Child(agent_id, task, defn.name, call_id)
+        child.holder.defer = self.defer
         model, note = self._model(task.model or defn.model, describe)
         child.note = note
         cwd, roots = p.s.cwd, list(p.s.roots)
@@ -541,6 +583,7 @@ class Relay:
                 self.host._later(child.wake.set)
             else:
                 child.wake.set()
+            self.host._child_ended()
 
     def flush(self) -> None:
         held, self.held = self.held, []
