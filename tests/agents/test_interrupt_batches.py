@@ -87,13 +87,12 @@ def test_an_interrupted_child_s_stream_closes_after_the_crowd_s_ends_or_at_the_b
     one, two = Child("a1", task, "general-purpose", "c1"), Child("a2", task, "general-purpose", "c2")
     host._interrupt(one)
     host._interrupt(two)
-    host.defer(lambda: ran.append("stream"))
-    one.ended.set()
-    host._child_ended()
-    assert ran == ["idle"]  # one child's end is still to come: its siblings' streams wait
-    two.ended.set()
-    host._child_ended()
-    assert ran == ["idle", "stream"]  # the last end is out: every held stream closes
+    streamed = threading.Event()
+    host.defer(streamed.set)
+    host._relayed_end("a1")
+    assert not streamed.is_set()  # one child's end is still to come: its siblings' streams wait
+    host._relayed_end("a2")
+    assert streamed.wait(BOUND_S)  # the last end is relayed: every held stream closes (just after)
 
     stuck = Child("a3", task, "general-purpose", "c3")  # never ends (say, blocked): the bound closes it
     closed = threading.Event()

@@ -66,6 +66,8 @@ CLOSE_AFTER_S = 0.2
 
 STREAM_CLOSE_BOUND_S = 0.5
 """How long the model streams of interrupted children may wait for the crowd's ends at most."""
+CROWD_GRACE_S = 0.05
+"""How long after the parent relayed the crowd's last end their streams close."""
 
 STOP_WAIT_S = 10.0
 """How long closing the parent waits for each child to stop (they are stopped together)."""
@@ -162,8 +164,9 @@ class AgentHost:
         self.due_later: list[tuple[float, Any]] = []  # what ``_later`` runs, by when
         self.later_pending = False
         self.to_cancel: list[Child] = []  # what ``_cancel_due`` cancels out of band
-        self.crowd: list[Child] = []  # the children an interrupt under way told
+        self.crowd: dict[str, Child] = {}  # the children an interrupt under way told, by id
         self.deferred: list[Callable[[], object]] = []  # what waits for their ends (``defer``)
+        self.relayed: set[str] = set()  # the crowd's children whose turn_done the parent relayed
 
     # ------------------------------------------------------------------ AgentRunner
 
@@ -284,6 +287,7 @@ class AgentHost:
         if child is None:
             return
         child.ref = None
+        self._relayed_end(agent_id)  # a crowd's child that is gone ends no turn: not waited for
         if not child.ended.is_set():
             child.report = self._failed(child, f"the agent stopped before it finished: {why}")
             child.state = "failed"
@@ -299,17 +303,20 @@ class AgentHost:
             self._interrupt(child)
 
     def _interrupt(self, child: Child) -> None:
+        with self.lock:  # one of the crowd before it is told: its end may be relayed at once
+            if child.interrupt_sent:
+                return
+            first = not self.crowd
+            self.crowd[child.agent_id] = child
+        if first:
+            scheduler.call_later(STREAM_CLOSE_BOUND_S, self._crowd_ended)
         if child.interrupt():
-            with self.lock:
-                self.crowd.append(child)
-                first = len(self.crowd) == 1
-            if first:
-                scheduler.call_later(STREAM_CLOSE_BOUND_S, self._crowd_ended)
             self._cancel_soon(child)
 
     def defer(self, fn: Callable[[], object]) -> None:
-        """Close an interrupted child's model stream (``ScopeHolder.for_stream``) once every
-        child of the interrupt under way has ended its turn, or at ``STREAM_CLOSE_BOUND_S``;
+        """Close an interrupted child's model stream (``ScopeHolder.for_stream``) once the parent
+        has relayed the end of every child of the interrupt under way (and ``CROWD_GRACE_S``), or
+        at ``STREAM_CLOSE_BOUND_S``;
         at once when none is under way. Each stream that closes wakes its thread, which then
         ends; hundreds of them woken among the children's ends put their clean-up in front of
         the ends the person waits for. A stream only reads: nothing it does after its turn
@@ -320,16 +327,21 @@ class AgentHost:
                 return
         fn()
 
-    def _child_ended(self) -> None:
-        """A child's turn ended (on its thread, its end sent): the last of the crowd closes the streams."""
+    def _relayed_end(self, agent_id: str) -> None:
+        """A child's turn_done went to the parent's surfaces (on the parent's thread): once every
+        child of the crowd's has, their streams close, ``CROWD_GRACE_S`` later (the surfaces
+        take the last ends first)."""
         with self.lock:
-            if not self.crowd or not all(c.ended.is_set() for c in self.crowd):
+            if agent_id not in self.crowd:
                 return
-        self._crowd_ended()
+            self.relayed.add(agent_id)
+            if len(self.relayed) < len(self.crowd):
+                return
+        scheduler.call_later(CROWD_GRACE_S, self._crowd_ended)
 
     def _crowd_ended(self) -> None:
         with self.lock:
-            due, self.deferred, self.crowd = self.deferred, [], []
+            due, self.deferred, self.crowd, self.relayed = self.deferred, [], {}, set()
         for fn in due:
             try:
                 fn()
@@ -400,6 +412,8 @@ class AgentHost:
                     self.approvals.pop(event.call_id, None)
             out.append((m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(line)),
                         head + line + "}"))
+            if event.type == "turn_done" and self.crowd:
+                self._relayed_end(got.agent_id)
         return out
 
     def route(self, approve: m.Approve) -> bool:
@@ -529,6 +543,8 @@ class AgentHost:
                            stop=StopReason.ERROR.value, ok=False, cost_usd=child.cost)
 
     def _close(self, child: Child, wait: bool) -> None:
+        if self.crowd:  # its session stops: no stream of the crowd's waits any more
+            self._crowd_ended()
         ref = child.ref
         if child.state not in ("failed",):
             child.state = "closed"
@@ -583,7 +599,6 @@ class Relay:
                 self.host._later(child.wake.set)
             else:
                 child.wake.set()
-            self.host._child_ended()
 
     def flush(self) -> None:
         held, self.held = self.held, []
