@@ -22,8 +22,10 @@ failed append was.
 A write that fails (a full disk, an I/O error, a read-only file system) is never only a log
 line: the store keeps the first failure of each session until the next ``sync`` and tells the
 session once (``("storage_failed", episode, sentence)``, the session given with ``open``), and
-``sync`` — asked at every turn end — raises :class:`StorageError` with that sentence, so the turn
-ends with an error and ``cox run`` exits 1. The sentence says what failed and where.
+the session's next ``TurnEnd`` (told at every turn end of a session that is not a subagent, and
+answered to its reply) or ``Sync`` reports it: the rollout gets the error and an error turn_done
+instead of the turn's own, so the turn ends with an error and ``cox run`` exits 1. The sentence
+says what failed and where.
 
 A store that dies (its supervisor starts a new one) loses the tells still in its mailbox. The new
 incarnation knows the sessions opened with it; a write for any other session means records of that
