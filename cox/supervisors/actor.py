@@ -362,8 +362,16 @@ def _take(inbox: Any) -> None:
 
 def _answer_dead(actor: CoxActor, envelope: Any) -> None:
     """Answer an asker the actor will never serve (a stop request is answered as done). A future
-    that holds an answer already (a finish interrupted after answering) is left as it is."""
+    that holds an answer already (a finish interrupted after answering) is left as it is. A told
+    message with an ``abandoned`` method (one whose sender waits for a reply of its own, like the
+    store's ``TurnEnd``) is told why instead, so its sender does not wait for its timeout."""
     if envelope.reply_to is None:
+        abandoned = getattr(envelope.message, "abandoned", None)
+        if callable(abandoned):
+            try:
+                abandoned(pykka.ActorDeadError(f"{actor.actor_ref} stopped before handling the message"))
+            except Exception:  # noqa: BLE001 - the sender's reply failing must not stop the finish
+                log.exception("abandoned message's reply failed")
         return
     try:
         if isinstance(envelope.message, _ActorStop):

@@ -71,3 +71,32 @@ def test_an_interrupt_sends_each_child_s_closing_lines_in_one_append(tmp_path: P
         own = [e for e in read_rollout(tmp_path / "h" / "sessions" / f"{child}.jsonl").events
                if e["type"] in RELAYED]
         assert [e["event"] for e in relayed if e["agent_id"] == child] == own
+
+
+def test_an_interrupted_child_s_stream_closes_after_the_crowd_s_ends_or_at_the_bound() -> None:
+    from cox.actors.session.agents import AgentHost, Child
+    from cox.actors.session.ledger import Lineage, Purse
+    from cox.agents.runner import AgentTask
+    from tests.waits import BOUND_S
+
+    host = AgentHost(None, Lineage(0, Purse()))  # type: ignore[arg-type]
+    ran: list[str] = []
+    host.defer(lambda: ran.append("idle"))
+    assert ran == ["idle"]  # no interrupt under way: closed at once
+    task = AgentTask(description="d", prompt="p", subagent_type="general-purpose")
+    one, two = Child("a1", task, "general-purpose", "c1"), Child("a2", task, "general-purpose", "c2")
+    host._interrupt(one)
+    host._interrupt(two)
+    streamed = threading.Event()
+    host.defer(streamed.set)
+    host._relayed_end("a1")
+    assert not streamed.is_set()  # one child's end is still to come: its siblings' streams wait
+    host._relayed_end("a2")
+    assert streamed.wait(BOUND_S)  # the last end is relayed: every held stream closes (just after)
+
+    stuck = Child("a3", task, "general-purpose", "c3")  # never ends (say, blocked): the bound closes it
+    closed = threading.Event()
+    host._interrupt(stuck)
+    host.defer(closed.set)
+    assert not closed.is_set()
+    assert closed.wait(BOUND_S)

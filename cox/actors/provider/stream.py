@@ -163,7 +163,10 @@ class ProviderStreamActor(CoxActor):
 
     def on_receive(self, message: Any) -> Any:
         if message == "run":
-            self._run()
+            try:
+                self._run()
+            except pykka.ActorDeadError:  # its session stopped first (closed with its stream open): nobody waits
+                pass
             self.stop()
         return None
 

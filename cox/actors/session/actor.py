@@ -45,7 +45,7 @@ from .holder import ScopeHolder as ScopeHolder
 from .ledger import Lineage, Purse
 from .machine import TurnMachine
 from .ports import MachinePorts
-from .recorder import Recorder
+from .recorder import Recorder, Synced
 from .recorder import Sink as Sink
 from .resume import Rebuilt
 from .services import SessionServices
@@ -79,11 +79,10 @@ class SessionActor(CoxActor):
         self.sandbox_warned = False
         self.checkpoints = SessionCheckpoints(settings.session_id, settings.roots[0], settings.cox_home,
                                               settings.checkpoints, store)
-        # A subagent's turn ends are not fsynced one by one (hundreds at once would queue behind
-        # each other in the store); its lines are written, checked, and its report is in the
-        # parent's record, which is.
+        # A subagent's turn ends are not fsynced one by one (hundreds at once would queue in the
+        # store): its report is in the parent's record, which is. Turn ends answer with Synced.
         self.recorder = Recorder(settings.session_id, store, sinks, lambda: self.machine.last_turn,
-                                 durable=lineage is None or lineage.depth == 0)
+                                 lineage is None or lineage.depth == 0, lambda: self.actor_ref.tell(Synced()))
         self.lineage = lineage or Lineage(0, Purse())
         self.lazy_agents = LazyAgents(self._make_agents)  # made when a tool first starts an agent
         self.turns: dict[int, TurnRuntime] = {}
@@ -186,8 +185,11 @@ class SessionActor(CoxActor):
                 return self.lazy_agents.close(message.agent_id)
             case fx.WatchdogTick():
                 self._watchdog(message.gen)
+            case Synced():  # a turn end's answer: what it held back is shown (a failure kept, handled now)
+                for again in self.recorder.settle():
+                    self._receive(again)
             case fx.StorageFailed():
-                if self.recorder.fresh_failure(message.episode):  # else the turn-end sync reported it
+                if self.recorder.fresh_failure(message.episode, message):  # else the turn end reported it
                     self.recorder.emit(m.ErrorEvent(message=message.sentence))
                     self._apply(self.machine.on(message))
             case fx.Elicit():
@@ -292,7 +294,7 @@ class SessionActor(CoxActor):
     def _start_stream(self, effect: fx.StartStream) -> None:
         key = (effect.kind, effect.gen, effect.stream_id)
         ref = self._spawn(key, lambda: ProviderStreamActor.start(
-            self.provider, effect.request, self.actor_ref, effect.stream_id, effect.scope))
+            self.provider, effect.request, self.actor_ref, effect.stream_id, self.holder.for_stream(effect.scope)))
         self.children[key] = ref
         ref.tell("run")
 

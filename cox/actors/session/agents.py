@@ -12,8 +12,9 @@ What binds it to the parent:
   judges its next request against the tree's spend. Each session's usage rows and totals are its
   own (a child's index row names its parent); a headless result's cost is the tree's.
 - **One interrupt**: a foreground child is interrupted from the parent's turn scope (a cancel
-  callback, in the canceller's thread: the whole tree stops in one broadcast); a background child
-  by the parent's Interrupt; closing the parent stops every child, and their processes with them.
+  callback, in the canceller's thread: the whole tree is told in one broadcast, and each child's
+  scope is then cancelled out of band in one pass on the timer thread); a background child by
+  the parent's Interrupt; closing the parent stops every child, and their processes with them.
 - **Its approvals reach the person** through the parent's surfaces, labelled with the agent;
   the answer comes back to the parent, which hands it to the child.
 - **Only its report reaches the parent's model**: the final text of its turn.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +63,11 @@ parent only (as Claude Code does); a child's Stop is the parent's SubagentStop."
 
 CLOSE_AFTER_S = 0.2
 """How long after its report a foreground child's session is stopped."""
+
+STREAM_CLOSE_BOUND_S = 0.5
+"""How long the model streams of interrupted children may wait for the crowd's ends at most."""
+CROWD_GRACE_S = 0.05
+"""How long after the parent relayed the crowd's last end their streams close."""
 
 STOP_WAIT_S = 10.0
 """How long closing the parent waits for each child to stop (they are stopped together)."""
@@ -127,19 +134,21 @@ class Child:
         self.call_cancelled = False
         """The parent's call that runs it was cancelled: its report is not awaited any more."""
 
-    def interrupt(self) -> None:
-        """Once per turn: the parent's scope (its call's cancel) and the parent's Interrupt
-        both reach here, and a second pass over hundreds of children is only more contention."""
+    def interrupt(self) -> bool:
+        """Once per turn (True: this call did it): the parent's scope (its call's cancel) and the
+        parent's Interrupt both reach here, and a second pass over hundreds of children is only
+        more contention. Only the message: the out-of-band cancel comes behind it
+        (``AgentHost._cancel_soon``)."""
         if self.interrupt_sent:
-            return
+            return False
         self.interrupt_sent = True
-        self.holder.cancel()
         ref = self.ref
         if ref is not None:
             try:
                 ref.tell(m.Interrupt())
             except pykka.ActorDeadError:
                 pass
+        return True
 
 
 class AgentHost:
@@ -154,6 +163,10 @@ class AgentHost:
         self._definitions: Any = None
         self.due_later: list[tuple[float, Any]] = []  # what ``_later`` runs, by when
         self.later_pending = False
+        self.to_cancel: list[Child] = []  # what ``_cancel_due`` cancels out of band
+        self.crowd: dict[str, Child] = {}  # the children an interrupt under way told, by id
+        self.deferred: list[Callable[[], object]] = []  # what waits for their ends (``defer``)
+        self.relayed: set[str] = set()  # the crowd's children whose turn_done the parent relayed
 
     # ------------------------------------------------------------------ AgentRunner
 
@@ -162,7 +175,7 @@ class AgentHost:
 
         def cancelled() -> None:
             child.call_cancelled = True
-            child.interrupt()
+            self._interrupt(child)
 
         unregister = cancel.on_cancel(cancelled)  # the parent's interrupt reaches it at once
         try:
@@ -274,6 +287,7 @@ class AgentHost:
         if child is None:
             return
         child.ref = None
+        self._relayed_end(agent_id)  # a crowd's child that is gone ends no turn: not waited for
         if not child.ended.is_set():
             child.report = self._failed(child, f"the agent stopped before it finished: {why}")
             child.state = "failed"
@@ -286,10 +300,77 @@ class AgentHost:
         with self.lock:
             running = [c for c in self.children.values() if c.state == "running"]
         for child in running:
-            child.interrupt()
+            self._interrupt(child)
+
+    def _interrupt(self, child: Child) -> None:
+        with self.lock:  # one of the crowd before it is told: its end may be relayed at once
+            if child.interrupt_sent:
+                return
+            first = not self.crowd
+            self.crowd[child.agent_id] = child
+        if first:
+            scheduler.call_later(STREAM_CLOSE_BOUND_S, self._crowd_ended)
+        if child.interrupt():
+            self._cancel_soon(child)
+
+    def defer(self, fn: Callable[[], object]) -> None:
+        """Close an interrupted child's model stream (``ScopeHolder.for_stream``) once the parent
+        has relayed the end of every child of the interrupt under way (and ``CROWD_GRACE_S``), or
+        at ``STREAM_CLOSE_BOUND_S``;
+        at once when none is under way. Each stream that closes wakes its thread, which then
+        ends; hundreds of them woken among the children's ends put their clean-up in front of
+        the ends the person waits for. A stream only reads: nothing it does after its turn
+        ended reaches anyone (the turn's calls, processes and hooks are stopped at once)."""
+        with self.lock:
+            if self.crowd:
+                self.deferred.append(fn)
+                return
+        fn()
+
+    def _relayed_end(self, agent_id: str) -> None:
+        """A child's turn_done went to the parent's surfaces (on the parent's thread): once every
+        child of the crowd's has, their streams close, ``CROWD_GRACE_S`` later (the surfaces
+        take the last ends first)."""
+        with self.lock:
+            if agent_id not in self.crowd:
+                return
+            self.relayed.add(agent_id)
+            if len(self.relayed) < len(self.crowd):
+                return
+        scheduler.call_later(CROWD_GRACE_S, self._crowd_ended)
+
+    def _crowd_ended(self) -> None:
+        with self.lock:
+            due, self.deferred, self.crowd, self.relayed = self.deferred, [], {}, set()
+        for fn in due:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one stream's close never stops the others'
+                log.exception("closing a subagent's stream failed")
+
+    def _cancel_soon(self, child: Child) -> None:
+        """The out-of-band half of a child's interrupt: its turn's scope cancelled from outside
+        its thread, so a hook that thread runs stops at once — for every child told in this
+        broadcast, in one pass on the timer thread, right after. The messages go first and the
+        interrupting thread (the parent's, or the person's surface) sends only those: a child
+        that is not blocked ends its turn on its Interrupt (cancelling its own scope), and the
+        hundreds of stream threads the cancels wake are not woken in the middle of the tells."""
+        with self.lock:
+            self.to_cancel.append(child)
+            if len(self.to_cancel) > 1:
+                return
+        scheduler.call_later(0.0, self._cancel_due)
+
+    def _cancel_due(self) -> None:
+        with self.lock:
+            due, self.to_cancel = self.to_cancel, []
+        for child in due:
+            if child.interrupt_sent and not child.ended.is_set():  # still that turn (a new one clears it)
+                child.holder.cancel()
 
     def close_all(self) -> None:
         """Stop every child together (the parent is closing), each bounded; none starts after."""
+        self._crowd_ended()
         with self.lock:
             self.closed = True
             children = list(self.children.values())
@@ -331,6 +412,8 @@ class AgentHost:
                     self.approvals.pop(event.call_id, None)
             out.append((m.AgentEvent(agent_id=got.agent_id, call_id=got.call_id, event=json.loads(line)),
                         head + line + "}"))
+            if event.type == "turn_done" and self.crowd:
+                self._relayed_end(got.agent_id)
         return out
 
     def route(self, approve: m.Approve) -> bool:
@@ -376,6 +459,7 @@ class AgentHost:
                              "start another")
         agent_id = f"{p.s.session_id}-a{next(self.numbers)}"
         child = Child(agent_id, task, defn.name, call_id)
+        child.holder.defer = self.defer
         model, note = self._model(task.model or defn.model, describe)
         child.note = note
         cwd, roots = p.s.cwd, list(p.s.roots)
@@ -459,6 +543,8 @@ class AgentHost:
                            stop=StopReason.ERROR.value, ok=False, cost_usd=child.cost)
 
     def _close(self, child: Child, wait: bool) -> None:
+        if self.crowd:  # its session stops: no stream of the crowd's waits any more
+            self._crowd_ended()
         ref = child.ref
         if child.state not in ("failed",):
             child.state = "closed"

@@ -61,6 +61,19 @@ class ScopeHolder:
         actor leaves the registry before its failure handling emits, so "not alive" alone does
         not mean every event is in the surface's queue."""
 
+    defer: Callable[[Callable[[], object]], None] | None = None
+    """A subagent's: how the closing of its model streams waits for its host (``AgentHost.defer``)."""
+
+    def for_stream(self, scope: CancelScope) -> CancelScope:
+        """The scope a model stream of this session's turn runs under: the turn's own, or, for a
+        subagent, one the turn's cancel closes through its host (after the crowd's ends)."""
+        defer = self.defer
+        if defer is None:
+            return scope
+        stream = CancelScope("stream")
+        scope.on_cancel(lambda: defer(lambda: stream.cancel(scope.reason or "cancelled")))
+        return stream
+
     def set(self, scope: CancelScope | None) -> None:
         with self._lock:
             self._scope = scope

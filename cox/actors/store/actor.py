@@ -22,8 +22,10 @@ failed append was.
 A write that fails (a full disk, an I/O error, a read-only file system) is never only a log
 line: the store keeps the first failure of each session until the next ``sync`` and tells the
 session once (``("storage_failed", episode, sentence)``, the session given with ``open``), and
-``sync`` — asked at every turn end — raises :class:`StorageError` with that sentence, so the turn
-ends with an error and ``cox run`` exits 1. The sentence says what failed and where.
+the session's next ``TurnEnd`` (told at every turn end of a session that is not a subagent, and
+answered to its reply) or ``Sync`` reports it: the rollout gets the error and an error turn_done
+instead of the turn's own, so the turn ends with an error and ``cox run`` exits 1. The sentence
+says what failed and where.
 
 A store that dies (its supervisor starts a new one) loses the tells still in its mailbox. The new
 incarnation knows the sessions opened with it; a write for any other session means records of that
@@ -61,6 +63,7 @@ from .messages import (
     StoreMessage,
     Sync,
     Title,
+    TurnEnd,
     Usage,
 )
 from .rollout import RolloutWriter
@@ -154,13 +157,15 @@ class StoreActor(CoxActor):
                 pass
             self.conn = None
 
-    def on_receive(self, message: StoreMessage) -> Any:
-        if isinstance(message, (Append, Sync, Close, Title, Usage)) and message.session \
+    def on_receive(self, message: StoreMessage | TurnEnd) -> Any:
+        if isinstance(message, (Append, Sync, Close, Title, Usage, TurnEnd)) and message.session \
                 and message.session not in self.opened:
             self._adopt(message)
         try:
             return self._receive(message)
         except (OSError, sqlite3.Error) as exc:
+            if isinstance(message, TurnEnd):
+                return None  # its answer (this failure) went to its reply
             return self._failed(message, exc)
         finally:
             if self.held and self.actor_inbox.empty():
@@ -179,7 +184,7 @@ class StoreActor(CoxActor):
             except OSError as exc:
                 self._failed(Append(each, ""), exc)
 
-    def _adopt(self, message: Append | Sync | Close | Title | Usage) -> None:
+    def _adopt(self, message: Append | Sync | Close | Title | Usage | TurnEnd) -> None:
         """A session this store never opened writes: the store before this one stopped with
         some of its record unwritten. Say so once, as a failed rollout write of that session."""
         sid = message.session
@@ -230,11 +235,71 @@ class StoreActor(CoxActor):
             return None  # a tell: raising would stop the store; the session hears of it instead
         raise error
 
+    def _turn_end(self, message: TurnEnd) -> None:
+        """A durable session's turn ends (``messages.TurnEnd``): its answer goes to ``reply``,
+        always (a failure of this store's own is the answer too, then raised as before)."""
+        answer: BaseException | None = None
+        try:
+            answer = self._end_turn(message)
+        except BaseException as exc:
+            answer = exc
+            raise
+        finally:
+            try:
+                message.reply(answer)
+            except Exception:  # noqa: BLE001 - the session is gone: nobody waits
+                log.warning("turn end answer not delivered", session=message.session)
+
+    def _end_turn(self, message: TurnEnd) -> StorageError | None:
+        sid = message.session
+        conn = self.conn
+        assert conn is not None
+        path = self.layout.rollout(sid)
+
+        def failure(exc: OSError) -> StorageError:
+            return self._episode(StorageError(describe("the rollout", path, exc)))
+
+        error: StorageError | None = None
+        writer = self.writers.get(sid)
+        try:
+            if writer is None:
+                writer = self.writers[sid] = RolloutWriter(path)
+            if sid in self.held:
+                self.held.discard(sid)
+                writer.flush()
+        except OSError as exc:
+            error = failure(exc)
+        error = self.failed.pop(sid, None) or error  # the first failure since the last sync, if any
+        text = message.line if error is None or message.failed is None else message.failed(str(error))
+        if writer is not None:
+            try:
+                writer.append(text)
+                writer.sync()
+            except OSError as exc:
+                error = error or failure(exc)
+        if message.meta:
+            try:
+                db.update_session(conn, sid, **message.meta)
+            except sqlite3.Error as exc:
+                error = error or self._episode(StorageError(describe("the session index", self.layout.db, exc)))
+        if error is not None:
+            log.error("storage write failed", kind="TurnEnd", session=sid, error=str(error))
+        return error
+
+    def _episode(self, error: StorageError) -> StorageError:
+        """Number a failure the answer reports itself (nobody is told of it apart)."""
+        self.episode += 1
+        error.episode = self.episode
+        return error
+
     # The whole protocol of the store, one case per message.
-    def _receive(self, message: StoreMessage) -> Any:
+    def _receive(self, message: StoreMessage | TurnEnd) -> Any:
         conn = self.conn
         assert conn is not None
         match message:
+            case TurnEnd():
+                self._turn_end(message)
+                return None
             case Append(sid, line):
                 writer = self.writers.get(sid)
                 if writer is None:

@@ -11,6 +11,7 @@ first constructed. Nothing here is used as a tuple: read the fields by name or b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cox.slim import dataclass
@@ -171,3 +172,26 @@ StoreMessage = (Open | Append | Sync | Close | Title | Usage | ArchivePut | Arch
 
 TOLD = (Append, Title, Usage)
 """Messages sent with ``tell``: nobody waits for their answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """A durable session's turn ends, in one message where there were two round trips (a tell:
+    nobody waits; ``reply`` is called with the answer on the store's thread). The lines held for
+    the session are written; then ``line`` (its turn_done) — or, when a write since the last sync
+    failed and ``failed`` is given, ``failed(sentence)`` (the error and an error turn_done), so
+    the rollout never holds a success for a turn whose record is incomplete; then the rollout is
+    fsynced and the row updated with ``meta``. The answer is None, or the failure (a
+    :class:`~cox.actors.store.actor.StorageError`, or ``pykka.ActorDeadError`` when the store
+    stopped before handling it). The session holds what its surfaces see after the turn's end
+    until the answer, so nothing of the next turn shows before this one's end is on disk."""
+
+    session: str
+    line: str
+    failed: Callable[[str], str] | None
+    meta: dict[str, Any] | None
+    reply: Callable[[BaseException | None], None]
+
+    def abandoned(self, error: BaseException) -> None:
+        """The store stopped before handling it (``supervisors.actor``): the sender hears why."""
+        self.reply(error)
