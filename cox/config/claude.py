@@ -34,19 +34,20 @@ Nothing else in these files (``env``, ``hooks``, ``apiKeyHelper``, ``model``, MC
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.protocol.types import PermissionMode
 from cox.slim import dataclass
 
-from .lines import KeyPath
-from .project import Current, Keys, narrower_rank
 from .readfile import NotASettingsFile, read_settings_bytes
+
+if TYPE_CHECKING:  # the line finder and the project rules load with the first settings file read
+    from .lines import KeyPath
+    from .project import Current, Keys
 
 __all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text", "user_settings_path"]
 
@@ -214,6 +215,8 @@ def claude_verdict(scope: str) -> Any:
 
     def verdict(path: Keys, value: Any, current: Current, user: str) -> str | None:
         if path == ("permissions", "mode"):
+            from .project import narrower_rank
+
             reason = narrower_rank(path, value, current)
             return f"{reason}; to use it with cox, set permissions.mode in {user}" if reason else None
         if scope == "project" and path == ("permissions", "allow") and value:
@@ -240,6 +243,8 @@ def _shown(rule: str) -> str:
 def json_lines(text: str) -> dict[KeyPath, int]:
     """The 1-based line on which each value of an (already valid) JSON document starts, by key
     path (object keys and list indexes); the first of duplicate keys wins."""
+    from bisect import bisect_right
+
     newlines = [i for i, ch in enumerate(text) if ch == "\n"]
     decoder = json.JSONDecoder()
     out: dict[KeyPath, int] = {}

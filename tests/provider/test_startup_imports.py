@@ -31,6 +31,9 @@ OFF_THE_PATH = {
     "hashlib",  # content ids are hashed with the first write (checkpoints), hook hashes with a repository's hooks
     "concurrent.futures",  # hooks run in parallel and MCP elicitations settle with the first of either
     "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
+    "cox.hooks.session", "cox.hooks.spec", "cox.hooks.trust",  # nor the session's object, parsing, trust
+    "cox.actors.store.archive", "cox.actors.store.post_images",  # with the first archived output / edit
+    "cox.config.lines", "cox.config.project",  # with the first config or settings file read (none here)
     "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""

@@ -43,7 +43,7 @@ from cox.actors.session.messages import StorageFailed
 from cox.log import get_logger
 from cox.supervisors import CoxActor
 
-from . import archive, checkpoint_rows, db, lock, post_images, presence
+from . import checkpoint_rows, db, lock, presence
 from .layout import Layout
 from .messages import (
     TOLD,
@@ -298,17 +298,23 @@ class StoreActor(CoxActor):
                 db.record_usage(conn, sid, record)
                 return None
             case ArchivePut(data, kind):
+                from . import archive  # with the first archived output, not at start-up
+
                 return archive.put(conn, self.layout.archive, data, kind)
             case Checkpoint():
                 checkpoint_rows.insert(conn, message)
                 return None
             case PostImages(sid, root, posts, origin):
+                from . import post_images  # with the first checkpointed edit, not at start-up
+
                 post_images.record(conn, sid, root, posts, origin)
                 return None
             case Marker():
                 checkpoint_rows.marker(conn, message)
                 return None
             case ArchiveGet(archive_id):
+                from . import archive
+
                 return archive.get(conn, self.layout.archive, archive_id)
             case GetSession(sid):
                 return db.get_session(conn, sid)
