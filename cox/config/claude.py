@@ -34,7 +34,7 @@ Nothing else in these files (``env``, ``hooks``, ``apiKeyHelper``, ``model``, MC
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the line finder and the project rules load with the first s
     from .lines import KeyPath
     from .project import Current, Keys
 
-__all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text", "user_settings_path"]
+__all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text"]
 
 KINDS = ("allow", "ask", "deny")
 _PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS"})
@@ -57,18 +57,6 @@ _AS_READ = frozenset({"LS", "NotebookRead"})  # Claude tools whose deny/ask cox 
 # Claude Code tools cox has no counterpart for: a rule on one of them cannot match a cox call.
 _ABSENT = frozenset({"TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashOutput",
                      "SlashCommand", "NotebookRead", "EnterPlanMode", "AskUserQuestion", "LSP"})
-
-
-def user_claude_dir(home: Path, env: Mapping[str, str]) -> Path:
-    """The user's Claude Code folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (its settings,
-    CLAUDE.md, agents, commands and skills)."""
-    folder = env.get("CLAUDE_CONFIG_DIR")
-    return Path(folder).expanduser() if folder else home / ".claude"
-
-
-def user_settings_path(home: Path, env: Mapping[str, str]) -> Path:
-    """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
-    return user_claude_dir(home, env) / "settings.json"
 
 
 @dataclass

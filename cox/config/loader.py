@@ -39,11 +39,11 @@ from cox.protocol.record import (
 )
 from cox.slim import dataclass
 
-from .claude import ClaudeFile, claude_verdict, read_settings, read_settings_text, user_settings_path
-from .readfile import NotASettingsFile, read_settings_bytes
+from .readfile import NotASettingsFile, read_settings_bytes, user_settings_path
 from .schema import Config
 
-if TYPE_CHECKING:  # lines and project rules load with the first file read (none: neither loads)
+if TYPE_CHECKING:  # Claude's reader, lines and project rules load with the first file read
+    from .claude import ClaudeFile
     from .lines import KeyPath
 
 Keys = tuple[str, ...]
@@ -751,6 +751,12 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     files: list[str] = []
 
     def claude(path: Path, scope: str) -> None:
+        try:
+            os.lstat(path)
+        except FileNotFoundError:  # what read_settings answers None for, before loading it
+            return
+        from .claude import claude_verdict, read_settings
+
         read = read_settings(path, home=str(user_home), roots=roots)
         if read is None:
             return
@@ -768,6 +774,8 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     if "user" in sources:
         claude(claude_user, "user")
     for name, text in settings:  # --settings: the person's own, as their ~/.claude/settings.json
+        from .claude import claude_verdict, read_settings_text
+
         read = read_settings_text(text, name, home=str(user_home), roots=roots)
         files.append(name)
         warnings.extend(read.warnings)

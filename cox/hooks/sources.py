@@ -75,7 +75,7 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
     own like their ``~/.claude/settings.json``'s; ``claude_sources`` (``--setting-sources``,
     None: all) which of Claude Code's files are read: ``user``, ``project``
     (``.claude/settings.json``), ``local`` (``.claude/settings.local.json``)."""
-    from cox.config.claude import user_settings_path
+    from cox.config.readfile import user_settings_path
 
     out = Loaded()
     if user_hooks:

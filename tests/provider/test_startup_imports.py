@@ -22,6 +22,9 @@ HEAVY = ("anthropic", "openai", "httpx", "mcp", "mcp_types", "urwid", "tree_sitt
 OFF_THE_PATH = {
     "logging.handlers", "pickle",  # cox.surfaces.logs rotates its file itself
     "tomllib",  # parsed only when a TOML config or settings file is there (none in this run)
+    "cox.config.claude", "cox.config.lines", "cox.config.project",  # with the first config or settings file read
+    "cox.hooks.session", "cox.hooks.spec", "cox.hooks.trust",  # no hook found: no session object, parsing, trust
+    "cox.actors.store.archive", "cox.actors.store.post_images",  # with the first archived output / edit
     "secrets", "hmac",  # random tags come from os.urandom
     "ctypes",  # the folder watcher loads libc when it starts watching, not at import
     # the bash classifier (tree of cox.policy.bash) loads with the first bash line judged, not with the engine
@@ -31,9 +34,6 @@ OFF_THE_PATH = {
     "hashlib",  # content ids are hashed with the first write (checkpoints), hook hashes with a repository's hooks
     "concurrent.futures",  # hooks run in parallel and MCP elicitations settle with the first of either
     "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
-    "cox.hooks.session", "cox.hooks.spec", "cox.hooks.trust",  # nor the session's object, parsing, trust
-    "cox.actors.store.archive", "cox.actors.store.post_images",  # with the first archived output / edit
-    "cox.config.lines", "cox.config.project",  # with the first config or settings file read (none here)
     "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
