@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from typing import TYPE_CHECKING
 
-from .messages import Checkpoint, Marker
+if TYPE_CHECKING:
+    from .messages import Checkpoint, Marker
 
 TITLE_MAX = 80
 
