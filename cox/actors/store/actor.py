@@ -47,10 +47,10 @@ from . import checkpoint_rows, db, lock, presence
 from . import messages as sm
 from .layout import Layout
 from .messages import TOLD, Append, Close, Marker, Open, Sync, Title, Usage
+from .rollout import RolloutWriter
 
 if TYPE_CHECKING:
     from .messages import StoreMessage
-from .rollout import RolloutWriter
 
 log = get_logger("cox.store")
 
