@@ -130,7 +130,7 @@ def load_skills(cwd: Path, home: Path, *, cox_home: Path | None = None, env: Map
     env = os.environ if env is None else env
     if cox_home is None:
         cox_home = Path(env["COX_HOME"]).expanduser() if env.get("COX_HOME") else home / ".cox"
-    from cox.config.claude import user_claude_dir
+    from cox.config.readfile import user_claude_dir
 
     claude = user_claude_dir(home, env)
     project = cwd.absolute()

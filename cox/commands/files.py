@@ -107,7 +107,7 @@ class Catalog:
 
 def folders(cwd: Path, home: Path, cox_home: Path, env: Mapping[str, str]) -> list[tuple[Path, Scope]]:
     """The command folders, the winning owner first."""
-    from cox.config.claude import user_claude_dir
+    from cox.config.readfile import user_claude_dir
 
     claude = user_claude_dir(home, env)
     return [(cox_home / "commands", "user"), (claude / "commands", "user"),

@@ -34,21 +34,22 @@ Nothing else in these files (``env``, ``hooks``, ``apiKeyHelper``, ``model``, MC
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import field
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.protocol.types import PermissionMode
 from cox.slim import dataclass
 
-from .lines import KeyPath
-from .project import Current, Keys, narrower_rank
 from .readfile import NotASettingsFile, read_settings_bytes
 
-__all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text", "user_settings_path"]
+if TYPE_CHECKING:  # the line finder and the project rules load with the first settings file read
+    from .lines import KeyPath
+    from .project import Current, Keys
+
+__all__ = ["ClaudeFile", "claude_verdict", "read_settings", "read_settings_text"]
 
 KINDS = ("allow", "ask", "deny")
 _PATH_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS"})
@@ -56,18 +57,6 @@ _AS_READ = frozenset({"LS", "NotebookRead"})  # Claude tools whose deny/ask cox 
 # Claude Code tools cox has no counterpart for: a rule on one of them cannot match a cox call.
 _ABSENT = frozenset({"TodoRead", "ExitPlanMode", "KillShell", "KillBash", "BashOutput",
                      "SlashCommand", "NotebookRead", "EnterPlanMode", "AskUserQuestion", "LSP"})
-
-
-def user_claude_dir(home: Path, env: Mapping[str, str]) -> Path:
-    """The user's Claude Code folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (its settings,
-    CLAUDE.md, agents, commands and skills)."""
-    folder = env.get("CLAUDE_CONFIG_DIR")
-    return Path(folder).expanduser() if folder else home / ".claude"
-
-
-def user_settings_path(home: Path, env: Mapping[str, str]) -> Path:
-    """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
-    return user_claude_dir(home, env) / "settings.json"
 
 
 @dataclass
@@ -214,6 +203,8 @@ def claude_verdict(scope: str) -> Any:
 
     def verdict(path: Keys, value: Any, current: Current, user: str) -> str | None:
         if path == ("permissions", "mode"):
+            from .project import narrower_rank
+
             reason = narrower_rank(path, value, current)
             return f"{reason}; to use it with cox, set permissions.mode in {user}" if reason else None
         if scope == "project" and path == ("permissions", "allow") and value:
@@ -240,6 +231,8 @@ def _shown(rule: str) -> str:
 def json_lines(text: str) -> dict[KeyPath, int]:
     """The 1-based line on which each value of an (already valid) JSON document starts, by key
     path (object keys and list indexes); the first of duplicate keys wins."""
+    from bisect import bisect_right
+
     newlines = [i for i, ch in enumerate(text) if ch == "\n"]
     decoder = json.JSONDecoder()
     out: dict[KeyPath, int] = {}

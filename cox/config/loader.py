@@ -24,7 +24,7 @@ from dataclasses import field
 from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from cox.protocol.record import (
     DecodeError,
@@ -39,11 +39,12 @@ from cox.protocol.record import (
 )
 from cox.slim import dataclass
 
-from .claude import ClaudeFile, claude_verdict, read_settings, read_settings_text, user_settings_path
-from .lines import KeyPath, key_lines, line_of
-from .project import entry_key, project_verdict
-from .readfile import NotASettingsFile, read_settings_bytes
+from .readfile import NotASettingsFile, read_settings_bytes, user_settings_path
 from .schema import Config
+
+if TYPE_CHECKING:  # Claude's reader, lines and project rules load with the first file read
+    from .claude import ClaudeFile
+    from .lines import KeyPath
 
 Keys = tuple[str, ...]
 
@@ -385,6 +386,8 @@ class _Layer:
     names: dict[Keys, str] = field(default_factory=dict)
 
     def line(self, path: KeyPath) -> int | None:
+        from .lines import line_of
+
         return line_of(self.lines, path) if self.file else None
 
     def label(self, path: Keys) -> str:
@@ -421,6 +424,8 @@ def _read_file(path: Path, kind: str) -> _Layer | None:
             message = message[: match.start()]
             raise ConfigError(f"{name}:{line}:{col}: TOML syntax error: {message}", file=name, line=line) from None
         raise ConfigError(f"{name}: TOML syntax error: {message}", file=name) from None
+    from .lines import key_lines, line_of
+
     lines = key_lines(text)
 
     def where(key: KeyPath) -> str:
@@ -595,9 +600,13 @@ def _resolve(path: Keys, where: str) -> tuple[_Leaf, list[Keys]]:
 
 
 def _restrict(layer: _Layer, current: Callable[[Keys], Any], user: str,
-              verdict: Callable[[Keys, Any, Callable[[Keys], Any], str], str | None] = project_verdict) -> list[str]:
-    """Drop from ``layer`` what ``verdict`` refuses; one warning per ignored key (per named entry
-    for tables of entries), naming the file, the line and the key."""
+              verdict: Callable[[Keys, Any, Callable[[Keys], Any], str], str | None] | None = None) -> list[str]:
+    """Drop from ``layer`` what ``verdict`` (default: a project file's, ``project_verdict``)
+    refuses; one warning per ignored key (per named entry for tables of entries), naming the
+    file, the line and the key."""
+    from .project import entry_key, project_verdict
+
+    verdict = project_verdict if verdict is None else verdict
     warnings: list[str] = []
     warned: set[Keys] = set()
     kept: dict[Keys, Any] = {}
@@ -742,6 +751,12 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     files: list[str] = []
 
     def claude(path: Path, scope: str) -> None:
+        try:
+            os.lstat(path)
+        except FileNotFoundError:  # what read_settings answers None for, before loading it
+            return
+        from .claude import claude_verdict, read_settings
+
         read = read_settings(path, home=str(user_home), roots=roots)
         if read is None:
             return
@@ -759,6 +774,8 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
     if "user" in sources:
         claude(claude_user, "user")
     for name, text in settings:  # --settings: the person's own, as their ~/.claude/settings.json
+        from .claude import claude_verdict, read_settings_text
+
         read = read_settings_text(text, name, home=str(user_home), roots=roots)
         files.append(name)
         warnings.extend(read.warnings)

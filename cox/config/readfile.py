@@ -4,6 +4,10 @@ Why: git stores symlinks, so a cloned repository can make ``.cox/config.toml`` o
 ``.claude/settings.json`` point at ``/dev/zero``, ``/dev/stdin`` or a FIFO; a plain ``read_bytes``
 then blocks or fills memory before cox has said a word. A settings file is read only when it is a
 regular file of a sane size, opened without blocking first.
+
+Where the user's Claude Code files are (``user_claude_dir``) is here too, so that finding them
+costs nothing more than this module: Claude's settings reader (``claude.py``) loads only when
+there is a file to read.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["LIMIT", "NotASettingsFile", "read_settings_bytes"]
+__all__ = ["LIMIT", "NotASettingsFile", "read_settings_bytes", "user_claude_dir", "user_settings_path"]
 
 LIMIT = 4 * 1024 * 1024  # far above any real settings file
 
@@ -45,3 +50,15 @@ def read_settings_bytes(path: Path, limit: int = LIMIT) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def user_claude_dir(home: Path, env: Mapping[str, str]) -> Path:
+    """The user's Claude Code folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude`` (its settings,
+    CLAUDE.md, agents, commands and skills)."""
+    folder = env.get("CLAUDE_CONFIG_DIR")
+    return Path(folder).expanduser() if folder else home / ".claude"
+
+
+def user_settings_path(home: Path, env: Mapping[str, str]) -> Path:
+    """``$CLAUDE_CONFIG_DIR/settings.json``, else ``~/.claude/settings.json``."""
+    return user_claude_dir(home, env) / "settings.json"

@@ -32,6 +32,7 @@ from .spec import TOOL_EVENTS, HookSpec
 
 if TYPE_CHECKING:  # how a hook runs and what it answered load with the first hook a session has
     from .run import Outcome, Wrap
+    from .sources import Loaded
     from .zygote import HookSandbox
 
 EDIT_MATCHERS: dict[str, tuple[str, ...]] = {"edit": ("Edit", "MultiEdit"), "apply_patch": ("Edit", "MultiEdit")}
@@ -220,26 +221,16 @@ def hook_input(point: str, payload: Mapping[str, Any], *, session_id: str, trans
         data["reason"] = payload.get("reason", "other")
     return data
 
-def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path: Path,
-               user_config: str, env: Mapping[str, str] | None = None, flag_settings: Any = (),
-               claude_sources: Any = None) -> tuple[SessionHooks | None, list[str]]:
-    """The session's hooks from every source (``sources.load``) and the warnings to show; None
-    when no hook is in effect (the session then pays nothing at its hook points)."""
-    from .sources import load
-
-    env = os.environ if env is None else env
+def open_loaded(loaded: Loaded, *, settings: Any, transcript_path: Path) -> SessionHooks:
+    """The object the session calls for the hooks ``loaded`` found (``cox.hooks.open_hooks``, which
+    imports this module only when some hook is in effect)."""
     from cox.actors.store.layout import cox_home as default_cox_home
-
-    home = settings.cox_home or default_cox_home()
-    loaded = load(user_hooks, cwd=settings.cwd, user_home=settings.home, cox_home=Path(home), env=env,
-                  user_config=user_config, flag_settings=flag_settings, claude_sources=claude_sources)
-    if not loaded.specs:
-        return None, loaded.warnings
     from cox.actors.tools.shell_env import command_environment
     from cox.protocol.types import SandboxMode
 
     from .sandbox import hook_wrapper
 
+    home = settings.cox_home or default_cox_home()
     child_env, _ = command_environment(tuple(settings.env_keep))
     wrap = None
     if loaded.sandbox:
@@ -253,4 +244,4 @@ def open_hooks(user_hooks: Mapping[str, Any], *, settings: Any, transcript_path:
 
     sandbox = HookSandbox(wrap, child_env) if wrap is not None and sandboxed(wrap) else None
     return SessionHooks(loaded.specs, settings.session_id, settings.cwd, str(transcript_path), mode,
-                        child_env, wrap, sandbox), loaded.warnings
+                        child_env, wrap, sandbox)

@@ -13,12 +13,13 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.slim import dataclass
 
-from .spec import HookSpec, parse_hooks
-from .trust import HookTrust
+if TYPE_CHECKING:  # parsing hooks and their trust load with the first hooks object found
+    from .spec import HookSpec
+    from .trust import HookTrust
 
 
 @dataclass
@@ -74,7 +75,7 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
     own like their ``~/.claude/settings.json``'s; ``claude_sources`` (``--setting-sources``,
     None: all) which of Claude Code's files are read: ``user``, ``project``
     (``.claude/settings.json``), ``local`` (``.claude/settings.local.json``)."""
-    from cox.config.claude import user_settings_path
+    from cox.config.readfile import user_settings_path
 
     out = Loaded()
     if user_hooks:
@@ -94,7 +95,7 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
     for obj, source in flag_settings:
         if obj is not None:
             _add(out, obj, source)
-    trust = HookTrust(cox_home)
+    trust: HookTrust | None = None
     seen = {claude_user.absolute()}
     skip = {name for name, source in (("settings.json", "project"), ("settings.local.json", "local"))
             if source not in sources}
@@ -109,6 +110,10 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
         if not obj:
             continue
         root = cwd.absolute()
+        if trust is None:
+            from .trust import HookTrust
+
+            trust = HookTrust(cox_home)
         trusted = trust.trusted(str(path), obj, root)
         out.project.append(ProjectFile(str(path), obj, trusted, root))
         if trusted:
@@ -120,6 +125,8 @@ def load(user_hooks: Mapping[str, Any], *, cwd: Path, user_home: Path, cox_home:
 
 
 def _add(out: Loaded, obj: Any, source: str) -> None:
+    from .spec import parse_hooks
+
     specs, warnings = parse_hooks(obj, source)
     out.specs += specs
     out.warnings += warnings

@@ -3,6 +3,7 @@ call it guards runs as if the hook were not there, and the person is told which 
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 
@@ -94,3 +95,20 @@ def test_an_invalid_updated_input_is_the_calls_error_not_the_turns(rig: Rig) -> 
     assert run.result["subtype"] == "success" and not (rig.ws / "marker").exists()
     result = run.of("tool_call_done")[0]["result"]
     assert result["status"] == "error" and "'command' must be a non-empty string" in result["visible"]
+
+
+def test_every_broken_hooks_file_is_reported_when_the_run_starts(rig: Rig) -> None:
+    """Parsing hooks, their trust, the session's hook object and Claude's settings reader load only
+    once there is a file to read (a run with none loads none of them): each problem is still said
+    at start-up."""
+    rig.claude_settings({"hooks": {"PreToolUse": [{"matcher": "Bash"}]}})  # a hooks object of the wrong shape
+    (rig.ws / ".claude").mkdir()
+    (rig.ws / ".claude" / "settings.json").write_text('{"hooks": ')  # not JSON
+    (rig.ws / ".claude" / "settings.local.json").write_text(json.dumps({"hooks": {"Stop": one("true")}}))
+    run = rig.run([{"text": "fine"}])
+    assert run.result["subtype"] == "success"
+    err = run.proc.stderr
+    assert f"{rig.claude_dir / 'settings.json'}: hooks.PreToolUse[0] has no list of hooks" in err, err
+    assert f"{rig.ws / '.claude' / 'settings.json'}: not valid JSON" in err, err  # the hooks' reader
+    assert f"{rig.ws / '.claude' / 'settings.json'}:1:11: not valid JSON" in err, err  # the permissions' reader
+    assert f"{rig.ws / '.claude' / 'settings.local.json'} names hooks that are not trusted" in err, err

@@ -22,6 +22,10 @@ HEAVY = ("anthropic", "openai", "httpx", "mcp", "mcp_types", "urwid", "tree_sitt
 OFF_THE_PATH = {
     "logging.handlers", "pickle",  # cox.surfaces.logs rotates its file itself
     "tomllib",  # parsed only when a TOML config or settings file is there (none in this run)
+    "cox.config.claude", "cox.config.lines", "cox.config.project",  # with the first config or settings file read
+    "cox.hooks.session", "cox.hooks.spec", "cox.hooks.trust",  # no hook found: no session object, parsing, trust
+    "cox.actors.store.archive", "cox.actors.store.post_images",  # with the first archived output / edit
+    "cox.actors.store.later_messages",  # the archive's, checkpoints' and readers' messages: with the first sent
     "secrets", "hmac",  # random tags come from os.urandom
     "ctypes",  # the folder watcher loads libc when it starts watching, not at import
     # the bash classifier (tree of cox.policy.bash) loads with the first bash line judged, not with the engine

@@ -88,7 +88,7 @@ def instruction_files(cwd: Path, reads: Any = None, *, home: Path | None = None,
         from cox.actors.tools.base import _builtin_guard
 
         reads = _builtin_guard(str(home), tuple(str(r) for r in roots))
-    from cox.config.claude import user_claude_dir
+    from cox.config.readfile import user_claude_dir
 
     claude_dir = user_claude_dir(home, env)
     walk = _Walk(reads, home, roots)

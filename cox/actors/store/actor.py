@@ -39,34 +39,20 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.actors.session.messages import StorageFailed
 from cox.log import get_logger
 from cox.supervisors import CoxActor
 
-from . import archive, checkpoint_rows, db, lock, post_images, presence
+from . import checkpoint_rows, db, lock, presence
+from . import messages as sm
 from .layout import Layout
-from .messages import (
-    TOLD,
-    Append,
-    ArchiveGet,
-    ArchivePut,
-    Checkpoint,
-    Close,
-    GetSession,
-    ListSessions,
-    Marker,
-    Open,
-    PostImages,
-    SpentSince,
-    StoreMessage,
-    Sync,
-    Title,
-    TurnEnd,
-    Usage,
-)
+from .messages import TOLD, Append, Close, Marker, Open, Sync, Title, TurnEnd, Usage
 from .rollout import RolloutWriter
+
+if TYPE_CHECKING:
+    from .messages import StoreMessage
 
 log = get_logger("cox.store")
 
@@ -211,7 +197,7 @@ class StoreActor(CoxActor):
             isinstance(message, (Sync, Close)) and not isinstance(exc, sqlite3.Error))
         if rollout:
             what, where = "the rollout", self.layout.rollout(str(sid))
-        elif isinstance(message, ArchivePut) and isinstance(exc, OSError):
+        elif isinstance(message, sm.ArchivePut) and isinstance(exc, OSError):
             what, where = "an archived output to", self.layout.archive
         else:
             what, where = "the session index", self.layout.db
@@ -292,7 +278,8 @@ class StoreActor(CoxActor):
         error.episode = self.episode
         return error
 
-    # The whole protocol of the store, one case per message.
+    # The whole protocol of the store, one case per message. The ``sm.`` names are read only when
+    # a message gets that far: the cases above them are all a run sends before its first request.
     def _receive(self, message: StoreMessage | TurnEnd) -> Any:
         conn = self.conn
         assert conn is not None
@@ -362,24 +349,30 @@ class StoreActor(CoxActor):
             case Usage(sid, record):
                 db.record_usage(conn, sid, record)
                 return None
-            case ArchivePut(data, kind):
-                return archive.put(conn, self.layout.archive, data, kind)
-            case Checkpoint():
-                checkpoint_rows.insert(conn, message)
-                return None
-            case PostImages(sid, root, posts, origin):
-                post_images.record(conn, sid, root, posts, origin)
-                return None
             case Marker():
                 checkpoint_rows.marker(conn, message)
                 return None
-            case ArchiveGet(archive_id):
+            case sm.ArchivePut(data, kind):
+                from . import archive  # with the first archived output, not at start-up
+
+                return archive.put(conn, self.layout.archive, data, kind)
+            case sm.Checkpoint():
+                checkpoint_rows.insert(conn, message)
+                return None
+            case sm.PostImages(sid, root, posts, origin):
+                from . import post_images  # with the first checkpointed edit, not at start-up
+
+                post_images.record(conn, sid, root, posts, origin)
+                return None
+            case sm.ArchiveGet(archive_id):
+                from . import archive
+
                 return archive.get(conn, self.layout.archive, archive_id)
-            case GetSession(sid):
+            case sm.GetSession(sid):
                 return db.get_session(conn, sid)
-            case SpentSince(since):
+            case sm.SpentSince(since):
                 return db.usage_since(conn, since)
-            case ListSessions(limit):
+            case sm.ListSessions(limit):
                 return db.list_sessions(conn, limit)
         raise ValueError(f"store: unknown message {message!r}")
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from typing import TYPE_CHECKING
 
-from . import post_images
-from .messages import Checkpoint, Marker
+if TYPE_CHECKING:
+    from .messages import Checkpoint, Marker
 
 TITLE_MAX = 80
 
@@ -35,13 +36,25 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 CREATE INDEX IF NOT EXISTS checkpoints_session_turn ON checkpoints (session_id, turn);
 CREATE INDEX IF NOT EXISTS checkpoints_root_at ON checkpoints (root, created_at);
+CREATE TABLE IF NOT EXISTS post_images (
+    session_id TEXT NOT NULL,
+    root TEXT NOT NULL,
+    path TEXT NOT NULL,
+    post TEXT NOT NULL,
+    at REAL NOT NULL,
+    origin TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (session_id, root, path)
+);
+CREATE INDEX IF NOT EXISTS post_images_root_at ON post_images (root, at);
 """
+"""The checkpoints and the post-images (``post_images.py``) tables, made when the store starts
+(so ``post_images`` itself loads with the first edit recorded)."""
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
     """Create the checkpoint tables (idempotent; the store does it when it starts). A table made
     before post-images gains its ``origin`` column (old rows: '', treated as a snapshot's)."""
-    conn.executescript(SCHEMA + post_images.SCHEMA)
+    conn.executescript(SCHEMA)
     cols = {r[1] for r in conn.execute("PRAGMA table_info(checkpoints)").fetchall()}
     if "origin" not in cols:
         conn.execute("ALTER TABLE checkpoints ADD COLUMN origin TEXT NOT NULL DEFAULT ''")

@@ -7,12 +7,18 @@ until the turn ends) and asks (an answer or a
 built on the start-up path of ``cox run -p``, and ``typing.NamedTuple`` compiles every field's
 annotation and a ``__new__`` per class at import (~0.2 ms each), slim nothing until a class is
 first constructed. Nothing here is used as a tuple: read the fields by name or by ``match``.
+
+The messages a session sends before its first model request (``Open``, ``Append``, ``Sync``, the
+turn's ``Marker``) and the other tells are defined here; the archive's, the checkpoints' and the readers' live in
+``later_messages`` and are read from this module by name all the same (``__getattr__``): a class
+costs ~0.3 ms to build, and a run reaches them only with its first archived output, checkpointed
+edit or read of the index.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox.slim import dataclass
 
@@ -76,67 +82,6 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class ArchivePut:
-    """Archive these bytes; answers their id."""
-
-    data: bytes
-    kind: str = "tool_output"
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveGet:
-    archive_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveRow:
-    """An archived blob's index row: ``inline`` holds the bytes of a small one; a big one's file
-    (``archive/<id>``) was written by the sender before (``archive.stage``)."""
-
-    id: str
-    kind: str
-    size: int
-    inline: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    """One file's checkpoint row (``checkpoints.py`` says what the kinds mean)."""
-
-    path: str
-    kind: str
-    archive_id: str | None = None
-    size: int | None = None
-    mode: int | None = None
-    too_big: bool = False
-    origin: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """One call's checkpoint rows and the archived pre-images they name, written in one
-    transaction (an ask: the rows exist before the model sees the call's result)."""
-
-    session: str
-    turn: int
-    call_id: str
-    root: str
-    rows: tuple[CheckpointRow, ...]
-    archived: tuple[ArchiveRow, ...] = ()
-    began: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PostImages:
-    """What a session left in each file: ``(path, content id)`` pairs (an ask)."""
-
-    session: str
-    root: str
-    posts: tuple[tuple[str, str], ...]
-    origin: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class Marker:
     """A turn's /rewind marker, titled with the first words of ``text``. The session sends it
     without waiting (``ask(block=False)``: a tell with a reply for its warning), so the store's
@@ -150,25 +95,20 @@ class Marker:
     only_if_missing: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class GetSession:
-    session: str
 
+if TYPE_CHECKING:  # the type checker sees them here; at run time __getattr__ below gives them
+    from .later_messages import ArchiveGet as ArchiveGet
+    from .later_messages import ArchivePut as ArchivePut
+    from .later_messages import ArchiveRow as ArchiveRow
+    from .later_messages import Checkpoint as Checkpoint
+    from .later_messages import CheckpointRow as CheckpointRow
+    from .later_messages import GetSession as GetSession
+    from .later_messages import ListSessions as ListSessions
+    from .later_messages import PostImages as PostImages
+    from .later_messages import SpentSince as SpentSince
 
-@dataclass(frozen=True, slots=True)
-class SpentSince:
-    """The cost of every request since this Unix time."""
-
-    since: float
-
-
-@dataclass(frozen=True, slots=True)
-class ListSessions:
-    limit: int = 50
-
-
-StoreMessage = (Open | Append | Sync | Close | Title | Usage | ArchivePut | ArchiveGet | Checkpoint | PostImages
-                | Marker | GetSession | SpentSince | ListSessions)
+    StoreMessage = (Open | Append | Sync | Close | Title | Usage | ArchivePut | ArchiveGet | Checkpoint | PostImages
+                    | Marker | GetSession | SpentSince | ListSessions)
 
 TOLD = (Append, Title, Usage)
 """Messages sent with ``tell``: nobody waits for their answer."""
@@ -195,3 +135,20 @@ class TurnEnd:
     def abandoned(self, error: BaseException) -> None:
         """The store stopped before handling it (``supervisors.actor``): the sender hears why."""
         self.reply(error)
+
+
+LATER = frozenset({"ArchivePut", "ArchiveGet", "ArchiveRow", "CheckpointRow", "Checkpoint", "PostImages", "GetSession",
+                   "SpentSince", "ListSessions"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in LATER:
+        from . import later_messages
+
+        return getattr(later_messages, name)
+    if name == "StoreMessage":  # only annotations name it
+        from . import later_messages as x
+
+        return (Open | Append | Sync | Close | Title | Usage | x.ArchivePut | x.ArchiveGet | x.Checkpoint
+                | x.PostImages | Marker | x.GetSession | x.SpentSince | x.ListSessions)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,6 +7,9 @@ snapshot's diff already names it, and a named file is hashed the same way), or `
 call left no file. A rewind restores a file only while its current content id is still this
 session's post-image; anything else — another session, the person's editor, a formatter — made
 the change since, and the rewind reports a conflict instead of undoing their work.
+
+The table (``post_images``) is created with the checkpoint tables (``checkpoint_rows.SCHEMA``)
+when the store starts; this module loads with the first post-image recorded.
 """
 
 from __future__ import annotations
@@ -17,19 +20,6 @@ import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS post_images (
-    session_id TEXT NOT NULL,
-    root TEXT NOT NULL,
-    path TEXT NOT NULL,
-    post TEXT NOT NULL,
-    at REAL NOT NULL,
-    origin TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (session_id, root, path)
-);
-CREATE INDEX IF NOT EXISTS post_images_root_at ON post_images (root, at);
-"""
 
 ABSENT = ""
 FOLDER = "folder"
