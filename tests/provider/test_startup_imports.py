@@ -32,6 +32,10 @@ OFF_THE_PATH = {
     "concurrent.futures",  # hooks run in parallel and MCP elicitations settle with the first of either
     "cox.hooks.run", "cox.hooks.answer", "cox.hooks.sandbox",  # no hook configured: how one runs is not loaded
     "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
+    "cox.policy.sandbox",  # with the first command (the env_keep setting read at start-up is cox.policy.env_keep)
+    "cox.actors.session.resume",  # only a resumed session rebuilds its history
+    "cox.actors.session.watchdog",  # made when a turn's tick first finds a child dead
+    "cox.agents.frontmatter",  # with the first agent or skill file found (none in this run)
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
 
