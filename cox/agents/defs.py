@@ -38,13 +38,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox import lazyre
 from cox.actors.tools.spelling import COX_NAME
 from cox.slim import dataclass
 
-from .frontmatter import Block, FrontMatterError, Value, split
+if TYPE_CHECKING:
+    from .frontmatter import Value
 
 __all__ = ["AgentDef", "Agents", "CLAUDE_TOOLS", "READ_ONLY_TOOLS", "SPAWNING_TOOLS", "TOOL_KINDS",
            "builtin_agents", "child_tools", "load_agents", "parse_agent"]
@@ -280,6 +281,8 @@ def parse_agent(path: Path, warnings: list[str], *, project: bool = False, paren
         line = data[: exc.start].count(b"\n") + 1
         warnings.append(f"{path}:{line}: not UTF-8 text; the agent file is skipped")
         return None
+    from .frontmatter import FrontMatterError  # with the first agent file found: most folders have none
+
     try:
         return _definition(path, text, warnings, project=project, parent_model=parent_model, models=models)
     except FrontMatterError as exc:
@@ -290,6 +293,8 @@ def parse_agent(path: Path, warnings: list[str], *, project: bool = False, paren
 def _definition(path: Path, text: str, warnings: list[str], *, project: bool, parent_model: str | None,
                 models: Mapping[str, Any] | None) -> AgentDef:
     """Raises FrontMatterError(line, why) when the file cannot be an agent definition."""
+    from .frontmatter import Block, FrontMatterError, split
+
     fields, body = split(text)
     keys = {k.lower(): k for k in fields}
 
@@ -331,6 +336,8 @@ def _definition(path: Path, text: str, warnings: list[str], *, project: bool, pa
 def _tools(path: Path, field: tuple[int, Value], warnings: list[str]) -> tuple[str, ...] | None:
     """The cox names of a ``tools`` / ``disallowedTools`` value (None when absent or empty: every
     tool). Entries cox cannot map are left out, each with a warning."""
+    from .frontmatter import Block, FrontMatterError
+
     line, value = field
     if value is None:
         return None

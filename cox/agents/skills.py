@@ -53,12 +53,13 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cox import lazyre
 from cox.slim import dataclass
 
-from .frontmatter import Block, FrontMatterError, Value, split
+if TYPE_CHECKING:
+    from .frontmatter import Value
 
 __all__ = ["DESCRIPTION_LIMIT", "LISTING_LIMIT", "Skill", "SkillError", "Skills", "body", "grants", "listing",
            "load_skills", "named_grants", "render", "support_file", "user_named", "valid_name"]
@@ -200,6 +201,8 @@ def body(skill: Skill) -> str:
     text, why = _text(data)
     if text is None:
         raise SkillError(f"the skill {skill.name!r} cannot be read: {skill.path} {why}")
+    from .frontmatter import FrontMatterError, split
+
     try:
         _, content = split(text)
     except FrontMatterError as exc:
@@ -351,6 +354,8 @@ def _parse(path: Path, root: Path | None, warnings: list[str]) -> Skill | None:
     if text is None:
         warnings.append(f"{path}: {why}; the skill is skipped")
         return None
+    from .frontmatter import FrontMatterError  # with the first skill found: most folders have none
+
     try:
         return _skill(path, text, root, warnings)
     except FrontMatterError as exc:
@@ -360,6 +365,8 @@ def _parse(path: Path, root: Path | None, warnings: list[str]) -> Skill | None:
 
 def _skill(path: Path, text: str, root: Path | None, warnings: list[str]) -> Skill:
     from cox.policy.sanitize import sanitize
+
+    from .frontmatter import Block, FrontMatterError, split
 
     fields, content = split(text)
     keys = {k.lower(): k for k in fields}
@@ -397,6 +404,7 @@ def _tool_list(field: tuple[int, Value]) -> tuple[str, ...]:
     from cox.policy.sanitize import sanitize
 
     from .defs import _split_commas
+    from .frontmatter import Block, FrontMatterError
 
     line, value = field
     if value is None:

@@ -51,6 +51,8 @@ from pathlib import Path
 from cox.protocol.types import SandboxMode
 from cox.slim import dataclass
 
+from .env_keep import env_keep_of  # the sandbox's setting, read at start-up from its own module
+
 __all__ = ["Mask", "SandboxPolicy", "bwrap_argv", "describe", "describe_dict", "env_keep_of", "explain", "fail_closed_sentence", "harden",
            "is_secret_name", "read_deny_patterns", "remove_planted", "scrub_env"]
 
@@ -190,19 +192,6 @@ def scrub_env(env: Mapping[str, str], keep: Iterable[str] = ()) -> tuple[dict[st
         else:
             out[name] = value
     return out, sorted(removed)
-
-
-def env_keep_of(config: object, cwd: Path) -> tuple[list[str], str | None]:
-    """``sandbox.env_keep`` of a loaded config, unless a project's ``.cox/config.toml`` set it
-    (a repository must not pull keys into its commands): then nothing, and why."""
-    box = getattr(config, "sandbox", None)
-    keep = [str(k) for k in getattr(box, "env_keep", ()) or ()]
-    source = getattr(config, "source", None)
-    where = str(source("sandbox.env_keep")) if keep and callable(source) else ""
-    project = str(Path(cwd).absolute() / ".cox" / "config.toml")
-    if where.startswith(project + ":") or where == project:
-        return [], f"sandbox.env_keep from {project} is ignored: only your own config may pass secrets to commands"
-    return keep, None
 
 
 # ---------------------------------------------------------------------------------- from rules

@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 import queue
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
 from cox.actors.session.actor import ScopeHolder, SessionActor, SessionSettings
-from cox.actors.session.resume import Rebuilt
 from cox.actors.store.actor import StoreActor
 from cox.actors.store.layout import Layout
 from cox.actors.tools.base import BaseTool
@@ -27,6 +26,9 @@ from cox.protocol import messages as m
 from cox.protocol.interfaces import Provider
 from cox.slim import dataclass
 from cox.supervisors import ChildSpec, Restart, shutdown, start_supervisor
+
+if TYPE_CHECKING:
+    from cox.actors.session.resume import Rebuilt
 
 SESSION_START_TIMEOUT_S = 30.0
 """How long ``open_session`` waits for the session supervisor to start the session. Starts are

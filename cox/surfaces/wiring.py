@@ -116,7 +116,7 @@ def build_engine(config: Any, cwd: Path, home: Path, *, roots: Sequence[Path] | 
 
 
 def _env_keep(config: Any, cwd: Path) -> list[str]:
-    from cox.policy.sandbox import env_keep_of
+    from cox.policy.env_keep import env_keep_of
 
     keep, ignored = env_keep_of(config, cwd)
     if ignored:

@@ -38,6 +38,10 @@ OFF_THE_PATH = {
     "inspect", "copy", "ast", "dis",  # dataclasses uses them only in dataclass() and asdict() (cox.lightimport)
     "platform",  # uuid asks it one question at import, answered by cox.lightimport
     "traceback", "tokenize",  # logging formats exceptions with traceback only when it logs one (cox.lightimport)
+    "cox.policy.sandbox",  # with the first command (the env_keep setting read at start-up is cox.policy.env_keep)
+    "cox.actors.session.resume",  # only a resumed session rebuilds its history
+    "cox.actors.session.watchdog",  # made when a turn's tick first finds a child dead
+    "cox.agents.frontmatter",  # with the first agent or skill file found (none in this run)
 }
 """Light modules kept off the start-up path (a few ms each), so that none creeps back."""
 

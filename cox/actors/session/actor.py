@@ -47,13 +47,13 @@ from .machine import TurnMachine
 from .ports import MachinePorts
 from .recorder import Recorder, Synced
 from .recorder import Sink as Sink
-from .resume import Rebuilt
 from .services import SessionServices
 from .settings import SessionSettings as SessionSettings
 from .turn_runtime import TurnRuntime
 
 if TYPE_CHECKING:
     from .agents import AgentHost
+    from .resume import Rebuilt
 
 log = get_logger("cox.session")
 

@@ -9,7 +9,7 @@ and the list of processes the turn's calls share.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pykka
 
@@ -17,14 +17,19 @@ from cox.supervisors.timer import scheduler
 
 from . import messages as fx
 from .holder import reap_later
-from .watchdog import WATCHDOG_S, Watchdog
+
+if TYPE_CHECKING:
+    from .watchdog import Watchdog
+
+WATCHDOG_S = 0.5
+"""How often a running turn checks that its children are still alive (``watchdog.py``)."""
 
 
 class TurnRuntime:
     def __init__(self, me: pykka.ActorRef[Any], gen: int) -> None:
         self.processes: list[Any] = []  # the turn's commands' processes, shared with their calls
         self.ran_commands = False
-        self.watchdog = Watchdog()
+        self.watchdog: Watchdog | None = None  # made when a tick first finds a child dead
 
         def tick() -> bool:
             try:
@@ -45,4 +50,10 @@ class TurnRuntime:
                  alive: Callable[[str, Hashable], bool | None]) -> list[tuple[str, Hashable]]:
         """The watched children found dead on this tick and the last (``alive`` None: not known)."""
         dead = [(kind, ident) for kind, ident in watched if alive(kind, ident) is False]
+        if self.watchdog is None:
+            if not dead:  # as a fresh watchdog's tick of no one: no suspects, none vanished
+                return []
+            from .watchdog import Watchdog  # a turn whose children all live (most turns) never needs it
+
+            self.watchdog = Watchdog()
         return self.watchdog.tick(dead)  # type: ignore[return-value]

@@ -2,7 +2,7 @@
 
 A child that dies normally or crashes tells the session so through its link (``ChildExit``).
 One whose thread vanished without a word would leave the turn waiting forever; the session's
-timer ticks every ``WATCHDOG_S`` while a turn runs and asks which children are dead. A child
+timer ticks every ``turn_runtime.WATCHDOG_S`` while a turn runs and asks which children are dead. A child
 found dead is only suspected at first — its last messages may still be queued behind the tick —
 and is declared vanished when it is found dead again on the next tick.
 """
@@ -10,9 +10,6 @@ and is declared vanished when it is found dead again on the next tick.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-
-WATCHDOG_S = 0.5
-"""How often a running turn checks that its children are still alive."""
 
 
 class Watchdog:
