@@ -125,15 +125,19 @@ _ORDER = {"__lt__": _order(lambda a, b: a < b, "__lt__"), "__le__": _order(lambd
           "__gt__": _order(lambda a, b: a > b, "__gt__"), "__ge__": _order(lambda a, b: a >= b, "__ge__")}
 
 
-def _frozen(cls: type, fields: dict[str, dataclasses.Field[Any]]) -> dict[str, Any]:
+def _frozen(made: list[type], fields: dict[str, dataclasses.Field[Any]]) -> dict[str, Any]:
+    """``__setattr__`` and ``__delattr__`` refusing the fields of ``made[0]`` (the class, put
+    there once it is made)."""
     names = tuple(fields)
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
+        cls = made[0]
         if type(self) is cls or name in names:
             raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]  # mypy misreads cls here
 
     def __delattr__(self: Any, name: str) -> None:
+        cls = made[0]
         if type(self) is cls or name in names:
             raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)  # type: ignore[arg-type]
@@ -240,19 +244,26 @@ def build(cls: type[T], *, init: bool = True, repr: bool = True, eq: bool = True
         if name not in cls.__dict__:
             added[name] = method
 
+    # The frozen methods and the __init__ stand-in find the class through ``made`` (filled once it
+    # exists), so that with slots they go in the namespace the class is made from: setting a
+    # dunder on a class afterwards costs a slot update each.
+    made: list[type] = []
+    late: dict[str, Any] = _frozen(made, fields) if frozen else {}
+    if init and "__init__" not in cls.__dict__:
+        late["__init__"] = _first_init(made, cls.__qualname__, frozen, slots)
     if slots:
         if "__slots__" in cls.__dict__:
             raise TypeError(f"{cls.__name__} already specifies __slots__")
         inherited = {s for base in cls.__mro__[1:-1] for s in _slot_names(base)}
         ns = {k: v for k, v in cls.__dict__.items() if k not in own and k not in ("__dict__", "__weakref__")}
         ns["__slots__"] = tuple(n for n in fields if n not in inherited) + (("__weakref__",) if weakref_slot else ())
+        ns["__qualname__"] = cls.__qualname__
         ns.update(added)
+        ns.update(late)
+        if frozen and _getstate is not None:
+            ns["__getstate__"], ns["__setstate__"] = _getstate, _setstate  # as dataclasses does for frozen slots
         meta: Any = type(cls)
         new: type[T] = meta(cls.__name__, cls.__bases__, ns)
-        new.__qualname__ = cls.__qualname__
-        if frozen and _getstate is not None:
-            setattr(new, "__getstate__", _getstate)  # noqa: B010  # as dataclasses does for frozen slots
-            setattr(new, "__setstate__", _setstate)  # noqa: B010
     else:
         new = cls
         for name in own:
@@ -262,13 +273,9 @@ def build(cls: type[T], *, init: bool = True, repr: bool = True, eq: bool = True
                     delattr(cls, name)
             else:
                 setattr(new, name, f.default)
-        for name, value in added.items():
+        for name, value in (added | late).items():
             setattr(new, name, value)
-    if frozen:
-        for name, method in _frozen(new, fields).items():
-            setattr(new, name, method)
-    if init and "__init__" not in cls.__dict__:
-        setattr(new, "__init__", _first_init(new, frozen, slots))  # noqa: B010
+    made.append(new)
     if isinstance(new, abc.ABCMeta):
         abc.update_abstractmethods(new)
     return new
@@ -318,7 +325,7 @@ compiled (most classes on the way to the first request are made once or twice: a
 ms each, would cost more than all of their constructions)."""
 
 
-def _first_init(cls: type, frozen: bool, slots: bool) -> Callable[..., None]:
+def _first_init(made: list[type], qualname: str, frozen: bool, slots: bool) -> Callable[..., None]:
     """The stand-in ``__init__``: the first :data:`INTERPRETED_CONSTRUCTIONS` constructions set
     the fields from the field list, as the generated code would; after those, or at once for any
     call the loop does not handle plainly (too many arguments, an unknown or repeated keyword, a
@@ -329,6 +336,7 @@ def _first_init(cls: type, frozen: bool, slots: bool) -> Callable[..., None]:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         nonlocal plan, uses
+        cls = made[0]
         uses += 1
         if uses <= INTERPRETED_CONSTRUCTIONS:
             if plan is None:
@@ -355,7 +363,7 @@ def _first_init(cls: type, frozen: bool, slots: bool) -> Callable[..., None]:
         init = make_init(cls, frozen, slots)
         setattr(cls, "__init__", init)  # noqa: B010  # replaces this very function
         init(self, *args, **kwargs)
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__qualname__ = f"{qualname}.__init__"
     return __init__
 
 
