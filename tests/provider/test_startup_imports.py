@@ -188,7 +188,7 @@ def test_start_up_runs_no_garbage_collection_and_freezes_what_it_built(tmp_path:
 # engine and its read guard are made at session start, their regexes with the first path checked.
 
 COUNT_AT_FIRST_REQUEST = r"""
-import importlib.machinery, json, os, re._compiler, runpy, sys, typing
+import json, os, re._compiler, sys, typing
 
 named, at_import, globs = [], [], []
 real_nt = typing.NamedTupleMeta.__new__
@@ -220,27 +220,11 @@ exec(compile("import re; re.compile('(?:proof-at-import)')", "/x/cox/proof.py", 
 exec(compile("def f():\n    import re; re.compile('(?:proof-glob)')", "/x/cox/policy/globs.py", "exec"), ns := {})
 ns["f"]()
 
-def first_request(*args, **kwargs):
+def counted_exit(code, exit=os._exit):  # bench/provider.py's probe exits at the first request
     print("AT_FIRST_REQUEST " + json.dumps([named, at_import, globs]), file=sys.stderr, flush=True)
-    os._exit(0)
-
-class Patch:  # the transport, patched when cox imports it (bench/provider.py's probe)
-    def find_spec(self, name, path, target=None):
-        if name != "cox.actors.provider.stdlib_http":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        load = spec.loader.exec_module
-        def exec_module(module):
-            load(module)
-            module.post_sse_stdlib = first_request
-        spec.loader.exec_module = exec_module
-        return spec
-
-sys.meta_path.insert(0, Patch())
-sys.argv = ["cox", *sys.argv[1:]]
-runpy.run_module("cox.surfaces.cli", run_name="__main__", alter_sys=True)
-"""
+    exit(code)
+os._exit = counted_exit
+""" + COX_CPU_PROBE
 
 
 def test_before_the_first_request_no_named_tuple_no_import_regex_and_no_rule_glob(tmp_path: Path) -> None:

@@ -26,17 +26,20 @@ def test_a_signal_during_start_up_interrupts_it(stopper: Stopper) -> None:
     assert stopper.name == "SIGTERM"
 
 
+class SignalledField:
+    """A descriptor whose ``__set_name__`` (run while its class is defined) gets a SIGINT."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
 def test_a_signal_while_a_class_is_defined_is_kept_for_the_session_not_wrapped(stopper: Stopper) -> None:
     # Python 3.11 wraps whatever a __set_name__ raises in a RuntimeError: had the stopper raised
     # there, start-up would end as "could not start" instead of as interrupted
-    class Field:
-        def __set_name__(self, owner: type, name: str) -> None:
-            signal.raise_signal(signal.SIGINT)
-
     stopper.starting()
 
     class Defined:
-        f = Field()
+        f = SignalledField()
 
     assert Defined.f is not None and stopper.name == "SIGINT"
     called: list[bool] = []
@@ -45,14 +48,10 @@ def test_a_signal_while_a_class_is_defined_is_kept_for_the_session_not_wrapped(s
 
 
 def test_a_second_signal_there_still_ends_start_up(stopper: Stopper) -> None:
-    class Field:
-        def __set_name__(self, owner: type, name: str) -> None:
-            signal.raise_signal(signal.SIGINT)
-
     stopper.starting()
 
     class Defined:
-        f = Field()
+        f = SignalledField()
 
     with pytest.raises(StartupInterrupted):
         signal.raise_signal(signal.SIGINT)
