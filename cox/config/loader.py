@@ -755,6 +755,8 @@ def load_config(cwd: Path, *, cox_home: Path | None = None, env: Mapping[str, st
             os.lstat(path)
         except FileNotFoundError:  # what read_settings answers None for, before loading it
             return
+        except OSError:  # unreadable (a folder the user may not enter): read_settings says so
+            pass
         from .claude import claude_verdict, read_settings
 
         read = read_settings(path, home=str(user_home), roots=roots)

@@ -222,6 +222,18 @@ def _name_flag_rules(config: Any, options: Any) -> None:
                 origins[rule] = flag
 
 
+def _may_exist(path: Path) -> bool:
+    """False only when ``path`` is surely absent: one that cannot be looked at (a folder the user
+    may not enter) is read, so that reading it says what is wrong."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def session_tools(app: Any, prep: Prepared, *,
                   interactive: bool = False) -> tuple[dict[str, BaseTool], dict[str, BaseTool]]:
     """The built-in tools, plus those of the configured MCP servers (started under the app's
@@ -257,7 +269,7 @@ def session_tools(app: Any, prep: Prepared, *,
     extra = prep.flags
     servers = dict(prep.extra_mcp)
     if (prep.config.mcp.servers or (extra and extra.mcp)
-            or any(f.exists() for f in server_files(prep.cwd, Path.home()))):  # else none is declared anywhere
+            or any(_may_exist(f) for f in server_files(prep.cwd, Path.home()))):  # else none is declared anywhere
         from cox.actors.mcp.config import load_servers
 
         servers = {**load_servers(prep.config.mcp, prep.cwd, flagged=extra.mcp if extra else None,
