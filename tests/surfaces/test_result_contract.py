@@ -43,9 +43,9 @@ def agrees(p: subprocess.CompletedProcess[str] | subprocess.Popen[str], res: dic
     assert p.returncode == want, (p.returncode, res)
 
 
-def last_result(out: str) -> dict:
+def last_result(out: str, err: str = "") -> dict:
     out_lines = lines(out)
-    assert out_lines, "no output at all"
+    assert out_lines, f"no output at all; stderr: {err[-3000:]}"
     assert out_lines[-1]["type"] == "result", out_lines[-3:]
     return out_lines[-1]
 
@@ -333,7 +333,7 @@ def test_a_signal_at_any_moment_of_start_up_gives_a_result_and_exit_4(tmp_path, 
         time.sleep(delay)  # picks the moment; the assertions hold for every moment
         proc.send_signal(sig)
         out, err = finish(proc)
-        res = last_result(out)
+        res = last_result(out, err)
         assert proc.returncode == 4, (delay, proc.returncode, err)
         assert res["subtype"] == "error_interrupted" and sig.name in res["result"], (delay, res)
         assert "Traceback" not in err, (delay, err)
@@ -363,7 +363,7 @@ def test_a_signal_at_any_moment_of_a_short_run_gives_a_result_the_exit_code_agre
         out, err = finish(proc)
         if proc.returncode < 0:  # the process had exited and was only waiting to be reaped
             pytest.fail(f"killed by the signal: {proc.returncode} {err}")
-        res = last_result(out)
+        res = last_result(out, err)
         assert len(lines(out)) == 1
         agrees(proc, res)
         seen.add(res["subtype"])
